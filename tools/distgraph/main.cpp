@@ -1,0 +1,60 @@
+// distgraph: the command-line face of the library, one subcommand per workflow step.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli.hpp"
+#include "distgraph/core/error.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  distgraph::cli::Command run;
+  const char* summary;
+};
+
+const Subcommand subcommands[] = {
+    {"info", distgraph::cli::run_info,
+     "load the built-in SBM graph or a dataset folder and print its statistics"},
+};
+
+void print_usage() {
+  std::printf("usage: distgraph <command> [options]   (distgraph <command> --help)\n\ncommands:\n");
+  for (const auto& s : subcommands) std::printf("  %-10s %s\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage();
+    return 0;
+  }
+  for (const auto& s : subcommands) {
+    if (name != s.name) continue;
+    std::vector<std::string> args(argv + 2, argv + argc);
+    // One-line errors and distinct exit codes: 2 for usage, 1 for everything else.
+    try {
+      return s.run(std::move(args));
+    } catch (const distgraph::cli::UsageError& e) {
+      std::fprintf(stderr, "distgraph %s\n", e.what());
+      return 2;
+    } catch (const distgraph::Error& e) {
+      std::fprintf(stderr, "distgraph %s: %s\n", s.name, e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "distgraph %s: unexpected error: %s\n", s.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "distgraph: unknown command '%s' (see distgraph --help)\n", name.c_str());
+  return 2;
+}
