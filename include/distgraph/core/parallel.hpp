@@ -23,8 +23,9 @@ struct ChunkPlan {
   std::int64_t begin = 0, end = 0;
   unsigned num_chunks = 1;
   std::int64_t chunk_begin(unsigned c) const noexcept {
-    const std::int64_t n = end - begin;
-    return begin + static_cast<std::int64_t>((static_cast<__int128>(n) * c) / num_chunks);
+    // n / k * c + (n % k) * c / k == n * c / k without overflowing n * c.
+    const std::int64_t n = end - begin, k = num_chunks;
+    return begin + n / k * c + (n % k) * c / k;
   }
 };
 
