@@ -130,5 +130,6 @@ class Args {
 using Command = int (*)(std::vector<std::string> args);
 
 int run_info(std::vector<std::string> args);
+int run_partition(std::vector<std::string> args);
 
 }  // namespace distgraph::cli

@@ -19,6 +19,8 @@ struct Subcommand {
 const Subcommand subcommands[] = {
     {"info", distgraph::cli::run_info,
      "load the built-in SBM graph or a dataset folder and print its statistics"},
+    {"partition", distgraph::cli::run_partition,
+     "split a graph into partitions (METIS or random) and write the partition folder"},
 };
 
 void print_usage() {

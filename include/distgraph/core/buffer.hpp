@@ -1,9 +1,11 @@
 // Buffer<T>: a contiguous array that owns its memory or keeps a mapping alive.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,8 +22,8 @@ class Buffer {
   using value_type = T;
 
   Buffer() = default;
-  /// Takes ownership of `v`.
-  explicit Buffer(std::vector<T> v) {
+  /// Takes ownership of `v` (not for bool: std::vector<bool> is not contiguous; use zeros).
+  explicit Buffer(std::vector<T> v) requires(!std::is_same_v<T, bool>) {
     auto holder = std::make_shared<std::vector<T>>(std::move(v));
     data_ = holder->data();
     size_ = holder->size();
@@ -31,7 +33,11 @@ class Buffer {
   Buffer(std::shared_ptr<const void> owner, T* data, std::size_t size)
       : owner_(std::move(owner)), data_(data), size_(size) {}
   /// An owned buffer of `n` value-initialised elements.
-  static Buffer zeros(std::size_t n) { return Buffer(std::vector<T>(n)); }
+  static Buffer zeros(std::size_t n) {
+    std::shared_ptr<T[]> holder(new T[n]());
+    T* data = holder.get();
+    return Buffer(std::shared_ptr<const void>(std::move(holder), data), data, n);
+  }
 
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
@@ -50,7 +56,11 @@ class Buffer {
   const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
 
   /// An owned deep copy.
-  Buffer clone() const { return Buffer(std::vector<T>(begin(), end())); }
+  Buffer clone() const {
+    Buffer b = zeros(size_);
+    std::copy(begin(), end(), b.begin());
+    return b;
+  }
   /// A view of `[offset, offset + n)` sharing this buffer's owner.
   Buffer slice(std::size_t offset, std::size_t n) const {
     return Buffer(owner_, data_ + offset, n);

@@ -65,24 +65,24 @@ struct DatasetLoadOptions {
 
 namespace detail {
 
-struct IdRange {
+struct IdScan {
   std::int64_t min = std::numeric_limits<std::int64_t>::max();
   std::int64_t max = std::numeric_limits<std::int64_t>::min();
 };
 
 /// Smallest and largest value of `ids` (min > max when empty), scanned in parallel.
-inline IdRange id_range(std::span<const std::int64_t> ids, unsigned num_threads) {
+inline IdScan id_scan(std::span<const std::int64_t> ids, unsigned num_threads) {
   const auto n = static_cast<std::int64_t>(ids.size());
-  std::vector<IdRange> parts(plan_chunks(0, n, num_threads));
+  std::vector<IdScan> parts(plan_chunks(0, n, num_threads));
   parallel_chunks(0, n, num_threads, [&](unsigned c, std::int64_t b, std::int64_t e) {
-    IdRange r;
+    IdScan r;
     for (std::int64_t i = b; i < e; ++i) {
       r.min = std::min(r.min, ids[static_cast<std::size_t>(i)]);
       r.max = std::max(r.max, ids[static_cast<std::size_t>(i)]);
     }
     parts[c] = r;
   });
-  IdRange all;
+  IdScan all;
   for (const auto& r : parts) {
     all.min = std::min(all.min, r.min);
     all.max = std::max(all.max, r.max);
@@ -94,7 +94,7 @@ inline IdRange id_range(std::span<const std::int64_t> ids, unsigned num_threads)
 inline void check_ids(const std::string& subject, std::span<const std::int64_t> ids,
                       std::int64_t upper, unsigned num_threads) {
   if (ids.empty()) return;
-  const auto r = id_range(ids, num_threads);
+  const auto r = id_scan(ids, num_threads);
   if (r.min < 0) throw IdOutOfRange(subject, r.min, 0, upper);
   if (r.max >= upper) throw IdOutOfRange(subject, r.max, 0, upper);
 }
@@ -235,7 +235,7 @@ inline Dataset load_dataset(const std::filesystem::path& dir, DatasetLoadOptions
     // No per-node file says N: only negative ids can be wrong.
     std::int64_t upper = 0;
     for (const auto* ids : {&ds.src, &ds.dst}) {
-      const auto r = detail::id_range(ids->span(), options.num_threads);
+      const auto r = detail::id_scan(ids->span(), options.num_threads);
       if (ids->empty()) continue;
       if (r.min < 0)
         throw IdOutOfRange(ids == &ds.src ? src.path : dst.path, r.min, 0,
@@ -271,7 +271,7 @@ inline Dataset load_dataset(const std::filesystem::path& dir, DatasetLoadOptions
     if (meta_classes) {
       ds.num_classes = *meta_classes;
     } else {
-      const auto r = detail::id_range(ds.label.span(), options.num_threads);
+      const auto r = detail::id_scan(ds.label.span(), options.num_threads);
       ds.num_classes = ds.label.empty() ? 0 : std::max<std::int64_t>(r.max + 1, 0);
     }
     // Nodes outside every mask still need a valid class (CiteSeer stores 0 for them).

@@ -13,7 +13,7 @@ namespace distgraph {
 struct DegreeStats {
   std::int64_t min = 0, max = 0, median = 0, p90 = 0, p99 = 0;
   double mean = 0;
-  std::int64_t isolated = 0;   ///< nodes with neither in- nor out-edges
+  std::int64_t isolated = 0;  ///< nodes with neither in- nor out-edges
   std::int64_t self_loops = 0;
   /// histogram[k] = number of nodes with in-degree in [2^k - 1, 2^(k+1) - 1): 0, 1-2, 3-6, ...
   std::vector<std::int64_t> log2_histogram;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Fails, naming file and line, when a header includes a higher layer or libtorch outside
+# train/ (Debian puts ATen/ on the default include path, so the compiler cannot catch it).
+set -u
+root=${1:?include dir}
+rank() {
+  case "$1" in
+    core) echo 0 ;; graph|io|transport) echo 1 ;; partition|storage) echo 2 ;;
+    sampling) echo 3 ;; server) echo 4 ;; dist) echo 5 ;; train|gpu) echo 6 ;; *) echo -1 ;;
+  esac
+}
+bad=0
+checked=0
+while IFS= read -r -d '' f; do
+  rel=${f#"$root"/distgraph/}
+  layer=${rel%%/*}
+  [[ "$rel" == */* ]] || layer=umbrella
+  checked=$((checked + 1))
+  while IFS=: read -r line text; do
+    inc=$(sed -E 's/.*#include\s*[<"]distgraph\/([a-z_]+)\/.*/\1/' <<<"$text")
+    if [[ $layer != umbrella && $(rank "$inc") -gt $(rank "$layer") ]]; then
+      echo "$f:$line: layer '$layer' includes higher layer '$inc'"; bad=1
+    fi
+  done < <(grep -nE '#include\s*[<"]distgraph/[a-z_]+/' "$f")
+  if [[ $layer != train && $layer != gpu && "$rel" != torch.hpp ]]; then
+    if grep -nE '#include\s*[<"](torch|ATen|c10|caffe2)/' "$f"; then
+      echo "$f: includes libtorch outside train/"; bad=1
+    fi
+  fi
+done < <(find "$root/distgraph" -name '*.hpp' -print0)
+if [[ "$(grep -cE '#include\s*[<"]distgraph/train/' "$root/distgraph/distgraph.hpp")" != 0 ]]; then
+  echo "distgraph.hpp must not include train/"; bad=1
+fi
+echo "checked $checked headers"
+[[ $checked -gt 0 ]] || exit 1
+exit $bad

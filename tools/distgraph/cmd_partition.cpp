@@ -1,0 +1,213 @@
+// distgraph partition: split a dataset folder, an edge list or a generated graph into
+// partitions for N machines, and summarise the split.
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "distgraph/core/progress.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/graph/builder.hpp"
+#include "distgraph/graph/generators.hpp"
+#include "distgraph/io/dataset.hpp"
+#include "distgraph/io/edge_list.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+
+namespace distgraph::cli {
+namespace {
+
+/// The input as a Dataset plus the graph to partition. `rmat:S[:K]` generates R-MAT
+/// (scale S, edge factor K, symmetrised, without self-loops or duplicates), `sbm` the
+/// built-in SBM, a folder is a dataset folder and a file an edge list.
+struct Input {
+  Dataset data;
+  Graph graph;
+};
+
+Input load_input(const std::string& spec, std::uint64_t seed, unsigned threads) {
+  Input in;
+  if (spec.rfind("rmat:", 0) == 0) {
+    RmatOptions r;
+    std::string rest = spec.substr(5);
+    const auto colon = rest.find(':');
+    try {
+      r.scale = std::stoi(rest.substr(0, colon));
+      if (colon != std::string::npos) r.edge_factor = std::stoi(rest.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw UsageError("partition: --input '" + spec + "': expected rmat:SCALE[:EDGE_FACTOR]");
+    }
+    if (r.scale < 1 || r.scale > 30 || r.edge_factor < 1 || r.edge_factor > 1024)
+      throw UsageError("partition: --input '" + spec +
+                       "': scale must be in [1, 30] and edge factor in [1, 1024]");
+    r.seed = seed == 0 ? 1 : seed;
+    r.num_threads = threads;
+    Coo coo = rmat(r);
+    BuildOptions b;
+    b.remove_self_loops = true;
+    b.remove_duplicates = true;
+    b.symmetrize = true;
+    b.num_threads = threads;
+    in.graph = build_graph(coo, b);
+    in.data.name = "rmat" + std::to_string(r.scale);
+    in.data.num_nodes = in.graph.num_nodes();
+    return in;
+  }
+  if (spec == "sbm") {
+    in.data = sbm_dataset();
+  } else if (std::filesystem::is_directory(spec)) {
+    in.data = load_dataset(spec);
+  } else if (std::filesystem::exists(spec)) {
+    in.data = read_edge_list(spec);
+  } else {
+    throw IoError(spec, "no such dataset folder or edge-list file");
+  }
+  in.graph = dataset_graph(in.data, threads);
+  return in;
+}
+
+nlohmann::json summary_json(const PartitionResult& r, const std::string& input) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (std::size_t p = 0; p < r.parts.size(); ++p) {
+    const auto& s = r.parts[p];
+    nlohmann::json j = {{"part", p},
+                        {"nodes", s.inner_nodes},
+                        {"halo_nodes", s.halo_nodes},
+                        {"edges", s.inner_edges},
+                        {"local_edges", s.local_edges}};
+    if (!s.class_counts.empty()) {
+      j["train_nodes"] = s.class_counts[0];
+      j["class_counts"] = s.class_counts;
+    }
+    parts.push_back(j);
+  }
+  nlohmann::json stages = nlohmann::json::object();
+  double total = 0;
+  for (const auto& st : r.stages) {
+    stages[st.name] = st.seconds;
+    total += st.seconds;
+  }
+  return {{"input", input},
+          {"config", r.config.path.string()},
+          {"graph_name", r.config.graph_name},
+          {"method", r.config.part_method},
+          {"num_parts", r.config.num_parts},
+          {"num_nodes", r.config.num_nodes},
+          {"num_edges", r.config.num_edges},
+          {"edge_cut", r.cross_edges},
+          {"edge_cut_fraction", r.config.num_edges > 0 ? static_cast<double>(r.cross_edges) /
+                                                             static_cast<double>(r.config.num_edges)
+                                                       : 0.0},
+          {"metis_edge_cut", r.metis_edge_cut},
+          {"node_balance", r.node_balance},
+          {"edge_balance", r.edge_balance},
+          {"class_balance", r.class_balance},
+          {"parts", parts},
+          {"stage_s", stages},
+          {"total_s", total},
+          {"peak_rss_bytes", r.peak_rss_bytes}};
+}
+
+void print_summary(const nlohmann::json& j) {
+  std::printf("partitioned %s into %lld parts (%s) -> %s\n", j["input"].get<std::string>().c_str(),
+              j["num_parts"].get<long long>(), j["method"].get<std::string>().c_str(),
+              j["config"].get<std::string>().c_str());
+  std::printf("nodes %lld, edges %lld, edge cut %lld (%.2f%% of edges)",
+              j["num_nodes"].get<long long>(), j["num_edges"].get<long long>(),
+              j["edge_cut"].get<long long>(), 100.0 * j["edge_cut_fraction"].get<double>());
+  if (j["metis_edge_cut"].get<long long>() >= 0)
+    std::printf(", METIS objective %lld", j["metis_edge_cut"].get<long long>());
+  std::printf("\n%6s %12s %12s %12s %12s\n", "part", "nodes", "halo", "edges", "train");
+  for (const auto& p : j["parts"])
+    std::printf(
+        "%6lld %12lld %12lld %12lld %12s\n", p["part"].get<long long>(),
+        p["nodes"].get<long long>(), p["halo_nodes"].get<long long>(), p["edges"].get<long long>(),
+        p.contains("train_nodes") ? std::to_string(p["train_nodes"].get<long long>()).c_str()
+                                  : "-");
+  std::printf("balance (max/mean): nodes %.3f, edges %.3f", j["node_balance"].get<double>(),
+              j["edge_balance"].get<double>());
+  const char* names[] = {"train", "val", "test", "other"};
+  std::size_t k = 0;
+  for (const auto& b : j["class_balance"])
+    std::printf(", %s %.3f", k < 4 ? names[k++] : "class", b.get<double>());
+  // The stages were printed as they ran; only the total is repeated here.
+  std::printf("\ntime: total %.3f s; peak memory %.1f MiB\n", j["total_s"].get<double>(),
+              static_cast<double>(j["peak_rss_bytes"].get<long long>()) / (1 << 20));
+}
+
+}  // namespace
+
+int run_partition(std::vector<std::string> argv) {
+  Args args("partition", std::move(argv));
+  args.option("input", "dataset folder, edge-list file, 'sbm' or 'rmat:SCALE[:EDGE_FACTOR]'")
+      .option("name", "graph name (config file <name>.json); default: the dataset's name")
+      .option("parts", "number of partitions (default 2)")
+      .option("method", "metis (default) or random")
+      .option("out", "output folder (default ./partitions)")
+      .option("balance-ntypes", "'train': balance train/val/test/other nodes from the masks")
+      .flag("balance-edges", "balance edges (in-degree sums) across partitions (METIS)")
+      .flag("no-relabel", "keep input IDs; write node_map.npy and edge_map.npy")
+      .option("halo-hops", "halo depth (default 1)")
+      .option("seed", "seed for METIS, random assignment and generators (default 0)")
+      .option("threads", "worker threads (default: all cores)")
+      .flag("json", "print the summary as one JSON object");
+  args.parse(0);
+  if (args.help()) {
+    args.print_help(
+        "distgraph partition --input DIR --name NAME --parts N --method metis|random --out DIR\n"
+        "                    [--balance-ntypes train] [--balance-edges] [--no-relabel]\n"
+        "                    [--halo-hops K] [--seed S] [--json]");
+    return 0;
+  }
+  const auto input = args.get("input");
+  if (!input) throw UsageError("partition: --input is required (see --help)");
+  PartitionOptions opts;
+  const std::string method = args.get_or("method", "metis");
+  if (method == "metis")
+    opts.method = PartMethod::metis;
+  else if (method == "random")
+    opts.method = PartMethod::random;
+  else
+    throw UsageError("partition: --method '" + method + "': expected metis or random");
+  const std::int64_t parts = args.get_int("parts", 2, 1, 1 << 20);
+  opts.relabel = !args.has("no-relabel");
+  opts.halo_hops = static_cast<int>(args.get_int("halo-hops", 1, 1, 16));
+  opts.seed = static_cast<std::uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  opts.num_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
+  opts.balance_edges = args.has("balance-edges");
+  const bool json = args.has("json");
+  Progress progress(json);
+  opts.progress = &progress;
+
+  progress.begin("load input");
+  Input in = load_input(*input, opts.seed, opts.num_threads);
+  // Train/val/test/other classes are always counted per partition for the summary, and
+  // balanced only when asked.
+  std::vector<std::int64_t> classes;
+  if (!in.data.train_mask.empty()) classes = split_classes(in.data);
+  if (auto b = args.get("balance-ntypes")) {
+    if (*b != "train")
+      throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
+    if (classes.empty())
+      throw UsageError("partition: --balance-ntypes train needs train/val/test masks; '" + *input +
+                       "' has none");
+    opts.balance_ntypes = classes;
+  } else {
+    opts.count_ntypes = classes;
+  }
+  progress.end();
+  const std::string name = args.get_or("name", in.data.name.empty() ? "graph" : in.data.name);
+  const std::filesystem::path out = args.get_or("out", "partitions");
+  PartitionResult r = partition_graph(in.graph, name, parts, out, opts, dataset_node_data(in.data));
+  r.stages = progress.stages();
+  const nlohmann::json summary = summary_json(r, *input);
+  if (json)
+    std::printf("%s\n", summary.dump().c_str());
+  else
+    print_summary(summary);
+  return 0;
+}
+
+}  // namespace distgraph::cli
