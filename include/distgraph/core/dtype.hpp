@@ -28,10 +28,9 @@ enum class DType : std::uint8_t {
   bool_,
 };
 
-inline constexpr DType all_dtypes[] = {DType::float32, DType::float64, DType::float16,
-                                       DType::int8,    DType::int16,   DType::int32,
-                                       DType::int64,   DType::uint8,   DType::uint16,
-                                       DType::uint32,  DType::uint64,  DType::bool_};
+inline constexpr DType all_dtypes[] = {
+    DType::float32, DType::float64, DType::float16, DType::int8,   DType::int16,  DType::int32,
+    DType::int64,   DType::uint8,   DType::uint16,  DType::uint32, DType::uint64, DType::bool_};
 
 /// Bytes per element.
 constexpr std::size_t dtype_size(DType t) noexcept {
@@ -59,18 +58,30 @@ constexpr std::size_t dtype_size(DType t) noexcept {
 /// Lower-case name as NumPy prints it ("float32", "bool").
 constexpr std::string_view dtype_name(DType t) noexcept {
   switch (t) {
-    case DType::float32: return "float32";
-    case DType::float64: return "float64";
-    case DType::float16: return "float16";
-    case DType::int8: return "int8";
-    case DType::int16: return "int16";
-    case DType::int32: return "int32";
-    case DType::int64: return "int64";
-    case DType::uint8: return "uint8";
-    case DType::uint16: return "uint16";
-    case DType::uint32: return "uint32";
-    case DType::uint64: return "uint64";
-    case DType::bool_: return "bool";
+    case DType::float32:
+      return "float32";
+    case DType::float64:
+      return "float64";
+    case DType::float16:
+      return "float16";
+    case DType::int8:
+      return "int8";
+    case DType::int16:
+      return "int16";
+    case DType::int32:
+      return "int32";
+    case DType::int64:
+      return "int64";
+    case DType::uint8:
+      return "uint8";
+    case DType::uint16:
+      return "uint16";
+    case DType::uint32:
+      return "uint32";
+    case DType::uint64:
+      return "uint64";
+    case DType::bool_:
+      return "bool";
   }
   return "?";
 }
@@ -78,18 +89,30 @@ constexpr std::string_view dtype_name(DType t) noexcept {
 /// Little-endian NumPy type string ("<f4", "|b1").
 constexpr std::string_view dtype_npy_descr(DType t) noexcept {
   switch (t) {
-    case DType::float32: return "<f4";
-    case DType::float64: return "<f8";
-    case DType::float16: return "<f2";
-    case DType::int8: return "|i1";
-    case DType::int16: return "<i2";
-    case DType::int32: return "<i4";
-    case DType::int64: return "<i8";
-    case DType::uint8: return "|u1";
-    case DType::uint16: return "<u2";
-    case DType::uint32: return "<u4";
-    case DType::uint64: return "<u8";
-    case DType::bool_: return "|b1";
+    case DType::float32:
+      return "<f4";
+    case DType::float64:
+      return "<f8";
+    case DType::float16:
+      return "<f2";
+    case DType::int8:
+      return "|i1";
+    case DType::int16:
+      return "<i2";
+    case DType::int32:
+      return "<i4";
+    case DType::int64:
+      return "<i8";
+    case DType::uint8:
+      return "|u1";
+    case DType::uint16:
+      return "<u2";
+    case DType::uint32:
+      return "<u4";
+    case DType::uint64:
+      return "<u8";
+    case DType::bool_:
+      return "|b1";
   }
   return "?";
 }
@@ -101,8 +124,7 @@ inline std::optional<DType> dtype_from_npy_descr(std::string_view s) noexcept {
   const char order = s[0];
   const std::string_view code = s.substr(1);
   const bool one_byte = code == "i1" || code == "u1" || code == "b1";
-  if (!(order == '<' || order == '|' || (order == '=' && one_byte) ||
-        (order == '>' && one_byte)))
+  if (!(order == '<' || order == '|' || (order == '=' && one_byte) || (order == '>' && one_byte)))
     return std::nullopt;
   for (DType t : all_dtypes)
     if (dtype_npy_descr(t).substr(1) == code) return t;
@@ -118,17 +140,50 @@ inline std::optional<DType> dtype_from_name(std::string_view s) noexcept {
 
 template <class T>
 struct dtype_of_t;
-template <> struct dtype_of_t<float> { static constexpr DType value = DType::float32; };
-template <> struct dtype_of_t<double> { static constexpr DType value = DType::float64; };
-template <> struct dtype_of_t<std::int8_t> { static constexpr DType value = DType::int8; };
-template <> struct dtype_of_t<std::int16_t> { static constexpr DType value = DType::int16; };
-template <> struct dtype_of_t<std::int32_t> { static constexpr DType value = DType::int32; };
-template <> struct dtype_of_t<std::int64_t> { static constexpr DType value = DType::int64; };
-template <> struct dtype_of_t<std::uint8_t> { static constexpr DType value = DType::uint8; };
-template <> struct dtype_of_t<std::uint16_t> { static constexpr DType value = DType::uint16; };
-template <> struct dtype_of_t<std::uint32_t> { static constexpr DType value = DType::uint32; };
-template <> struct dtype_of_t<std::uint64_t> { static constexpr DType value = DType::uint64; };
-template <> struct dtype_of_t<bool> { static constexpr DType value = DType::bool_; };
+template <>
+struct dtype_of_t<float> {
+  static constexpr DType value = DType::float32;
+};
+template <>
+struct dtype_of_t<double> {
+  static constexpr DType value = DType::float64;
+};
+template <>
+struct dtype_of_t<std::int8_t> {
+  static constexpr DType value = DType::int8;
+};
+template <>
+struct dtype_of_t<std::int16_t> {
+  static constexpr DType value = DType::int16;
+};
+template <>
+struct dtype_of_t<std::int32_t> {
+  static constexpr DType value = DType::int32;
+};
+template <>
+struct dtype_of_t<std::int64_t> {
+  static constexpr DType value = DType::int64;
+};
+template <>
+struct dtype_of_t<std::uint8_t> {
+  static constexpr DType value = DType::uint8;
+};
+template <>
+struct dtype_of_t<std::uint16_t> {
+  static constexpr DType value = DType::uint16;
+};
+template <>
+struct dtype_of_t<std::uint32_t> {
+  static constexpr DType value = DType::uint32;
+};
+template <>
+struct dtype_of_t<std::uint64_t> {
+  static constexpr DType value = DType::uint64;
+};
+template <>
+struct dtype_of_t<bool> {
+  static constexpr DType value = DType::bool_;
+};
 
 /// The DType of C++ type T (bool is one byte, as in NumPy).
 template <class T>

@@ -92,4 +92,54 @@ class PartitionError : public Error {
   explicit PartitionError(const std::string& what) : Error(what) {}
 };
 
+/// A named object (tensor, feature, node type, server) does not exist.
+class NotFound : public Error {
+ public:
+  NotFound(std::string subject, const std::string& what)
+      : Error(subject + ": " + what), subject_(std::move(subject)) {}
+  const std::string& subject() const noexcept { return subject_; }
+
+ private:
+  std::string subject_;
+};
+
+/// A peer sent bytes that do not follow the wire protocol (bad magic, version, lengths).
+class ProtocolError : public Error {
+ public:
+  explicit ProtocolError(const std::string& what) : Error(what) {}
+};
+
+/// A frame announced a payload above the configured maximum; nothing was allocated.
+class FrameTooLarge : public ProtocolError {
+ public:
+  FrameTooLarge(const std::string& subject, std::uint64_t bytes, std::uint64_t limit)
+      : ProtocolError(subject + ": frame of " + std::to_string(bytes) + " bytes; the limit is " +
+                      std::to_string(limit) + " bytes"),
+        bytes_(bytes),
+        limit_(limit) {}
+  std::uint64_t bytes() const noexcept { return bytes_; }
+  std::uint64_t limit() const noexcept { return limit_; }
+
+ private:
+  std::uint64_t bytes_, limit_;
+};
+
+/// A call's deadline passed before its reply arrived (or a connect never succeeded).
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& what) : Error(what) {}
+};
+
+/// The connection to a peer broke (closed, reset, refused) while a call needed it.
+class PeerLost : public Error {
+ public:
+  explicit PeerLost(const std::string& what) : Error(what) {}
+};
+
+/// A peer refused the shared-secret handshake, or a client failed it.
+class AuthError : public Error {
+ public:
+  explicit AuthError(const std::string& what) : Error(what) {}
+};
+
 }  // namespace distgraph
