@@ -89,6 +89,7 @@ enum class Status : std::uint16_t {
   unauthorized = 8,
   internal_error = 9,
   shutting_down = 10,
+  timeout = 11,  ///< the server gave up waiting (e.g. a barrier whose peers never came)
 };
 
 /// Printable name of a status ("not_found").
@@ -116,6 +117,8 @@ inline std::string status_name(Status s) {
       return "internal_error";
     case Status::shutting_down:
       return "shutting_down";
+    case Status::timeout:
+      return "timeout";
   }
   return "status(" + std::to_string(static_cast<unsigned>(s)) + ")";
 }
