@@ -1,0 +1,354 @@
+// KVClient: the trainer's connection to every server; splits row requests by owner.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/deadline.hpp"
+#include "distgraph/core/error.hpp"
+#include "distgraph/partition/concepts.hpp"
+#include "distgraph/server/protocol.hpp"
+#include "distgraph/storage/concepts.hpp"
+#include "distgraph/transport/concepts.hpp"
+
+namespace distgraph {
+
+/// Where the servers are. Machine m serves partition m with `servers_per_machine`
+/// servers, flat indices m * servers_per_machine + s; server s = 0 is the main server.
+struct ClusterLayout {
+  std::int32_t num_machines = 1;
+  std::int32_t servers_per_machine = 1;
+  /// This trainer's machine (its rows are read from `colocated` storage without a
+  /// request); -1 when none is co-located.
+  std::int32_t machine_id = -1;
+  /// Which server of each machine this trainer sends reads to (spreads trainers over
+  /// backup servers); taken modulo servers_per_machine.
+  std::int32_t preferred_server = 0;
+  /// Trainers in the whole job: collective calls (create, barrier) wait for all.
+  std::int32_t num_trainers = 1;
+};
+
+/// Per-call settings.
+struct ClientOptions {
+  std::chrono::milliseconds timeout{60'000};  ///< deadline of every call
+};
+
+/// The trainer side of the KV protocol over transport `T`, for a graph partitioned under
+/// `Book`. Row calls take global IDs, validate them all before sending anything
+/// (IdOutOfRange), group them by owning partition, read co-located rows directly from
+/// the shared storage, send one request per remote partition in parallel, and reassemble
+/// rows in request order. A server error becomes RemoteError; no reply by the deadline,
+/// TimeoutError; a dead server, PeerLost. Thread-safe when T and S are.
+template <PartitionBook Book, Transport T, Storage S>
+class KVClient {
+ public:
+  using book_type = Book;
+  using transport_type = T;
+  using storage_type = S;
+
+  KVClient(std::shared_ptr<T> transport, Book book, ClusterLayout layout,
+           std::shared_ptr<S> colocated = nullptr, ClientOptions options = {})
+      : transport_(std::move(transport)),
+        book_(std::move(book)),
+        layout_(layout),
+        colocated_(std::move(colocated)),
+        options_(options) {
+    if (!transport_) throw InvalidArgument("KVClient: null transport");
+    if (layout_.num_machines != book_.num_partitions())
+      throw InvalidArgument("cluster of " + std::to_string(layout_.num_machines) +
+                            " machines for a graph of " + std::to_string(book_.num_partitions()) +
+                            " partitions; expected one machine per partition");
+    if (layout_.servers_per_machine < 1) throw InvalidArgument("servers_per_machine must be >= 1");
+    if (transport_->num_servers() != layout_.num_machines * layout_.servers_per_machine)
+      throw InvalidArgument("transport has " + std::to_string(transport_->num_servers()) +
+                            " servers; the layout needs " +
+                            std::to_string(layout_.num_machines * layout_.servers_per_machine));
+    if (colocated_ && (layout_.machine_id < 0 || layout_.machine_id >= layout_.num_machines))
+      throw InvalidArgument("co-located storage given without a valid machine_id");
+  }
+
+  const Book& book() const noexcept { return book_; }
+  const ClusterLayout& layout() const noexcept { return layout_; }
+  T& transport() noexcept { return *transport_; }
+  Deadline deadline() const { return deadline_in(options_.timeout); }
+
+  /// Flat index of the server this trainer uses for partition `part`.
+  int server_for(std::int32_t part, bool main = false) const {
+    const int s = main ? 0 : layout_.preferred_server % layout_.servers_per_machine;
+    return part * layout_.servers_per_machine + s;
+  }
+
+  /// Global rows of `kind`.
+  std::int64_t num_rows(RowKind kind) const {
+    return kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
+  }
+
+  /// Creates tensor `q` on every partition's main server (idempotent: an identical
+  /// tensor is reused, a different layout throws RemoteError shape/dtype_mismatch), then
+  /// waits at a barrier for all trainers. Collective: every trainer must call it. Returns
+  /// true when this call created it on some server.
+  bool create(const CreateTensorRequest& q) {
+    std::vector<PendingCall> calls;
+    for (std::int32_t p = 0; p < layout_.num_machines; ++p)
+      calls.push_back(transport_->send(server_for(p, true), MsgType::create_tensor,
+                                       Message::owning(q.encode())));
+    bool created = false;
+    const auto d = deadline();
+    for (auto& c : calls) {
+      const Reply r = c.get(d);
+      expect_ok(r, "create tensor '" + q.name + "'");
+      created = created || (!r.body.head.empty() && r.body.head[0] == std::byte{1});
+    }
+    barrier("create:" + q.name);
+    return created;
+  }
+
+  /// Waits until all layout().num_trainers trainers called barrier with `name`.
+  void barrier(const std::string& name) {
+    BarrierRequest q{name, layout_.num_trainers, options_.timeout.count()};
+    expect_ok(transport_->call(server_for(0, true), MsgType::barrier, Message::owning(q.encode()),
+                               deadline() + std::chrono::seconds(1)),
+              "barrier '" + name + "'");
+  }
+
+  /// The tensors partition `part` holds (local row counts).
+  std::vector<TensorSpec> list(std::int32_t part = 0) {
+    const Reply r =
+        transport_->call(server_for(part), MsgType::list_tensors, Message{}, deadline());
+    expect_ok(r, "list tensors of partition " + std::to_string(part));
+    return decode_specs(r.body.head);
+  }
+
+  /// Server `server`'s metadata (JSON).
+  nlohmann::json metadata(int server) {
+    const Reply r = transport_->call(server, MsgType::metadata, Message{}, deadline());
+    expect_ok(r, "metadata of server " + std::to_string(server));
+    try {
+      return nlohmann::json::parse(r.text());
+    } catch (const nlohmann::json::exception& e) {
+      throw ProtocolError("metadata of server " + std::to_string(server) + ": " + e.what());
+    }
+  }
+
+  /// Deletes tensor `name` on every partition.
+  void remove(const std::string& name) {
+    HeadWriter w;
+    w.put_string(name);
+    const auto head = w.take();
+    std::vector<PendingCall> calls;
+    for (std::int32_t p = 0; p < layout_.num_machines; ++p)
+      calls.push_back(
+          transport_->send(server_for(p, true), MsgType::delete_tensor, Message::owning(head)));
+    const auto d = deadline();
+    for (auto& c : calls) expect_ok(c.get(d), "delete tensor '" + name + "'");
+  }
+
+  /// Copies rows `global_ids` of tensor `name` into `out` (global_ids.size() rows of
+  /// `row_bytes` each, in request order). Blocks until every owner answered.
+  void pull(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
+            std::span<std::byte> out, std::size_t row_bytes) {
+    if (out.size() != global_ids.size() * row_bytes)
+      throw ShapeError("pull '" + name + "'", std::to_string(out.size()) +
+                                                  " output bytes; expected " +
+                                                  std::to_string(global_ids.size() * row_bytes));
+    const Groups g = group(kind, global_ids);
+    std::vector<PendingCall> calls(g.parts.size());
+    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (is_colocated(g.parts[k])) continue;
+      ids[k] = g.ids_of(k, global_ids);
+      RowsRequest q{name, kind, static_cast<std::int64_t>(ids[k].size())};
+      Message m = Message::owning(q.encode());
+      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
+      calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull, std::move(m));
+    }
+    // Co-located rows are read while the remote requests are in flight.
+    std::vector<std::byte> local_rows;
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (!is_colocated(g.parts[k])) continue;
+      const auto gids = g.ids_of(k, global_ids);
+      std::vector<std::int64_t> local(gids.size());
+      to_local(kind, gids, local);
+      local_rows.resize(local.size() * row_bytes);
+      colocated_->read_rows(name, local, local_rows);
+      g.scatter(k, local_rows, out, row_bytes);
+    }
+    const auto d = deadline();
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (!calls[k].valid()) continue;
+      const Reply r = calls[k].get(d);
+      expect_ok(r, "pull '" + name + "' from partition " + std::to_string(g.parts[k]));
+      const std::size_t want = g.count(k) * row_bytes;
+      if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
+        throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
+                            ": reply of the wrong size; expected " + std::to_string(want) +
+                            " bytes");
+      g.scatter(k, r.body.parts[0], out, row_bytes);
+    }
+  }
+
+  /// Writes (add = false) or adds (add = true) `rows` at `global_ids` of tensor `name`.
+  /// Blocks until every owner acknowledged. Within one call a row listed twice ends as
+  /// its last listing (write) or receives both additions (add).
+  void push(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
+            std::span<const std::byte> rows, std::size_t row_bytes, bool add) {
+    if (rows.size() != global_ids.size() * row_bytes)
+      throw ShapeError("push '" + name + "'", std::to_string(rows.size()) +
+                                                  " bytes of rows; expected " +
+                                                  std::to_string(global_ids.size() * row_bytes));
+    const Groups g = group(kind, global_ids);
+    std::vector<PendingCall> calls(g.parts.size());
+    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
+    std::vector<std::vector<std::byte>> data(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      ids[k] = g.ids_of(k, global_ids);
+      data[k] = g.gather(k, rows, row_bytes);
+      if (is_colocated(g.parts[k])) continue;
+      RowsRequest q{name, kind, static_cast<std::int64_t>(ids[k].size())};
+      Message m = Message::owning(q.encode());
+      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
+      m.parts.push_back(std::span<const std::byte>(data[k]));
+      calls[k] = transport_->send(server_for(g.parts[k]), add ? MsgType::push_add : MsgType::push,
+                                  std::move(m));
+    }
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (!is_colocated(g.parts[k])) continue;
+      std::vector<std::int64_t> local(ids[k].size());
+      to_local(kind, ids[k], local);
+      if (add)
+        colocated_->add_rows(name, local, data[k]);
+      else
+        colocated_->write_rows(name, local, data[k]);
+    }
+    const auto d = deadline();
+    for (std::size_t k = 0; k < g.parts.size(); ++k)
+      if (calls[k].valid())
+        expect_ok(calls[k].get(d), std::string(add ? "push_add '" : "push '") + name +
+                                       "' to partition " + std::to_string(g.parts[k]));
+  }
+
+  /// Sends a sparse optimizer step for unique rows `global_ids` with float32 gradients
+  /// `grads` (global_ids.size() x cols) to each owner's main server.
+  void sparse_step(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
+                   std::span<const float> grads, std::int64_t cols,
+                   const SparseOptimizerParams& params) {
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+    const auto bytes = std::as_bytes(grads);
+    if (bytes.size() != global_ids.size() * row_bytes)
+      throw ShapeError("sparse step '" + name + "'", "gradient size disagrees with the row count");
+    const Groups g = group(kind, global_ids);
+    std::vector<PendingCall> calls(g.parts.size());
+    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
+    std::vector<std::vector<std::byte>> data(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      ids[k] = g.ids_of(k, global_ids);
+      data[k] = g.gather(k, bytes, row_bytes);
+      SparseStepRequest q{name, kind, static_cast<std::int64_t>(ids[k].size()), params};
+      Message m = Message::owning(q.encode());
+      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
+      m.parts.push_back(std::span<const std::byte>(data[k]));
+      calls[k] = transport_->send(server_for(g.parts[k], true), MsgType::sparse_step, std::move(m));
+    }
+    const auto d = deadline();
+    for (std::size_t k = 0; k < g.parts.size(); ++k)
+      expect_ok(calls[k].get(d),
+                "sparse step '" + name + "' on partition " + std::to_string(g.parts[k]));
+  }
+
+  /// Asks every server to shut down (each acknowledges first). Servers already gone
+  /// are skipped.
+  void shutdown_servers() {
+    std::vector<PendingCall> calls;
+    for (int s = 0; s < transport_->num_servers(); ++s)
+      calls.push_back(transport_->send(s, MsgType::shutdown, Message{}));
+    const auto d = deadline();
+    for (auto& c : calls) {
+      try {
+        c.get(d);
+      } catch (const PeerLost&) {
+      }
+    }
+  }
+
+ private:
+  /// IDs grouped by owning partition: `parts` lists the partitions present, `order` the
+  /// request positions sorted by partition, `offsets` where each partition's run starts.
+  struct Groups {
+    std::vector<std::int32_t> parts;
+    std::vector<std::size_t> order, offsets;
+
+    std::size_t count(std::size_t k) const { return offsets[k + 1] - offsets[k]; }
+    std::vector<std::int64_t> ids_of(std::size_t k, std::span<const std::int64_t> all) const {
+      std::vector<std::int64_t> v(count(k));
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = all[order[offsets[k] + i]];
+      return v;
+    }
+    void scatter(std::size_t k, std::span<const std::byte> rows, std::span<std::byte> out,
+                 std::size_t row_bytes) const {
+      for (std::size_t i = 0; i < count(k); ++i)
+        std::memcpy(out.data() + order[offsets[k] + i] * row_bytes, rows.data() + i * row_bytes,
+                    row_bytes);
+    }
+    std::vector<std::byte> gather(std::size_t k, std::span<const std::byte> rows,
+                                  std::size_t row_bytes) const {
+      std::vector<std::byte> v(count(k) * row_bytes);
+      for (std::size_t i = 0; i < count(k); ++i)
+        std::memcpy(v.data() + i * row_bytes, rows.data() + order[offsets[k] + i] * row_bytes,
+                    row_bytes);
+      return v;
+    }
+  };
+
+  Groups group(RowKind kind, std::span<const std::int64_t> global_ids) const {
+    std::vector<std::int32_t> owner(global_ids.size());
+    // The book validates the whole batch (IdOutOfRange) before anything is sent.
+    if (kind == RowKind::node)
+      book_.node_partition(global_ids, owner);
+    else
+      book_.edge_partition(global_ids, owner);
+    const auto np = static_cast<std::size_t>(layout_.num_machines);
+    std::vector<std::size_t> count(np + 1, 0);
+    for (auto p : owner) ++count[static_cast<std::size_t>(p) + 1];
+    for (std::size_t p = 0; p < np; ++p) count[p + 1] += count[p];
+    Groups g;
+    g.order.resize(owner.size());
+    std::vector<std::size_t> at(count.begin(), count.end() - 1);
+    for (std::size_t i = 0; i < owner.size(); ++i)
+      g.order[at[static_cast<std::size_t>(owner[i])]++] = i;
+    g.offsets.push_back(0);
+    for (std::size_t p = 0; p < np; ++p)
+      if (count[p + 1] > count[p]) {
+        g.parts.push_back(static_cast<std::int32_t>(p));
+        g.offsets.push_back(count[p + 1]);
+      }
+    return g;
+  }
+
+  bool is_colocated(std::int32_t part) const {
+    return colocated_ != nullptr && part == layout_.machine_id;
+  }
+  void to_local(RowKind kind, std::span<const std::int64_t> gids,
+                std::span<std::int64_t> out) const {
+    if (kind == RowKind::node)
+      book_.node_to_local(gids, out);
+    else
+      book_.edge_to_local(gids, out);
+  }
+
+  std::shared_ptr<T> transport_;
+  Book book_;
+  ClusterLayout layout_;
+  std::shared_ptr<S> colocated_;
+  ClientOptions options_;
+};
+
+}  // namespace distgraph

@@ -1,0 +1,197 @@
+// GraphServer: a KVServer that also holds its partition's graph and answers graph queries.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "distgraph/partition/load_partition.hpp"
+#include "distgraph/server/kv_server.hpp"
+#include "distgraph/server/protocol.hpp"
+#include "distgraph/storage/concepts.hpp"
+
+namespace distgraph {
+
+/// Storage names of graph data: node data "feat" is tensor "node:feat", edge data "w"
+/// is "edge:w" (one namespace per kind, so a node and an edge tensor may share a name).
+inline std::string node_data_name(const std::string& name) { return "node:" + name; }
+inline std::string edge_data_name(const std::string& name) { return "edge:" + name; }
+
+/// A server's role on its machine: the main server loads the partition's features into
+/// the storage; backup servers share that storage (MmapStorage) and only serve.
+enum class ServerRole { main, backup };
+
+/// Direction of a degree query.
+enum class DegreeKind : std::uint8_t { in = 0, out = 1 };
+
+/// Serves one partition: the KV protocol over its node/edge data plus graph queries
+/// (degrees, find_edges). Thread-safe; handle() never throws.
+template <Storage S>
+class GraphServer {
+ public:
+  /// Takes partition `part` (from load_partition). As ServerRole::main it copies the
+  /// partition's node and edge features into `storage` (reusing them if present).
+  GraphServer(Partition part, std::shared_ptr<S> storage, ServerRole role = ServerRole::main)
+      : part_(std::move(part)),
+        kv_(std::move(storage), part_.book, static_cast<std::int32_t>(part_.part_id)) {
+    if (role == ServerRole::main) {
+      load_features(part_.node_feats, node_data_name);
+      load_features(part_.edge_feats, edge_data_name);
+    }
+    index_graph();
+  }
+
+  Reply handle(const Request& req) {
+    try {
+      switch (req.type) {
+        case MsgType::metadata:
+          return text_reply(metadata().dump());
+        case MsgType::degrees:
+          return on_degrees(req);
+        case MsgType::find_edges:
+          return on_find_edges(req);
+        default:
+          return kv_.handle(req);
+      }
+    } catch (const ProtocolError& e) {
+      return Reply::error(Status::bad_request, e.what());
+    } catch (const IdOutOfRange& e) {
+      return Reply::error(Status::out_of_range, e.what());
+    } catch (const std::exception& e) {
+      return Reply::error(Status::internal_error, e.what());
+    }
+  }
+  Handler handler() {
+    return [this](const Request& r) { return handle(r); };
+  }
+
+  KVServer<S>& kv() noexcept { return kv_; }
+  const Partition& partition() const noexcept { return part_; }
+
+  nlohmann::json metadata() const {
+    nlohmann::json j = kv_.metadata();
+    j["graph_name"] = part_.config.graph_name;
+    j["num_inner_nodes"] = part_.num_inner_nodes;
+    j["num_local_nodes"] = part_.graph.num_rows;
+    j["num_local_edges"] = part_.graph.num_edges();
+    return j;
+  }
+
+  /// In-degrees of owned nodes `global_ids` (IdOutOfRange for others).
+  std::vector<std::int64_t> in_degrees(std::span<const std::int64_t> global_ids) const {
+    std::vector<std::int64_t> local(global_ids.size());
+    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::node, global_ids, local);
+    for (auto& v : local) v = part_.graph.degree(v);
+    return local;
+  }
+  /// This partition's share of the out-degrees of any nodes: the edges it stores whose
+  /// source is the node (a node's out-edges are spread over its neighbours' owners).
+  std::vector<std::int64_t> out_degree_share(std::span<const std::int64_t> global_ids) const {
+    std::vector<std::int64_t> out(global_ids.size(), 0);
+    for (std::size_t i = 0; i < global_ids.size(); ++i) {
+      if (global_ids[i] < 0 || global_ids[i] >= num_nodes_)
+        throw IdOutOfRange("node id", global_ids[i], 0, num_nodes_);
+      const auto it = local_of_.find(global_ids[i]);
+      if (it != local_of_.end()) out[i] = out_share_[static_cast<std::size_t>(it->second)];
+    }
+    return out;
+  }
+
+ private:
+  template <class Namer>
+  void load_features(const std::map<std::string, HostTensor>& feats, Namer namer) {
+    for (const auto& [name, t] : feats) {
+      TensorSpec spec{namer(name), t.dtype, t.rows(), t.row_elements()};
+      const auto bytes = t.bytes.span();
+      kv_.storage().create(spec, std::span<const std::byte>(bytes.data(), bytes.size()));
+    }
+  }
+
+  void index_graph() {
+    num_nodes_ = std::visit([](const auto& b) { return b.num_nodes(); }, part_.book);
+    const auto n = static_cast<std::size_t>(part_.graph.num_rows);
+    local_of_.reserve(n);
+    for (std::size_t v = 0; v < n; ++v)
+      local_of_.emplace(part_.nid[v], static_cast<std::int64_t>(v));
+    out_share_.assign(n, 0);
+    for (auto u : part_.graph.indices) ++out_share_[static_cast<std::size_t>(u)];
+    // Position in the CSC of each owned edge, by its local (book) edge ID.
+    std::vector<std::int64_t> owned_pos, owned_gid;
+    for (std::size_t e = 0; e < part_.eid.size(); ++e)
+      if (part_.inner_edge[e]) {
+        owned_pos.push_back(static_cast<std::int64_t>(e));
+        owned_gid.push_back(part_.eid[e]);
+      }
+    std::vector<std::int64_t> owned_local(owned_gid.size());
+    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::edge, owned_gid, owned_local);
+    edge_pos_.assign(owned_gid.size(), -1);
+    for (std::size_t i = 0; i < owned_local.size(); ++i)
+      edge_pos_[static_cast<std::size_t>(owned_local[i])] = owned_pos[i];
+  }
+
+  static Reply text_reply(const std::string& s) {
+    std::vector<std::byte> b(s.size());
+    std::memcpy(b.data(), s.data(), s.size());
+    return Reply{Status::ok, Message::owning(std::move(b))};
+  }
+  static Reply ids_reply(std::vector<std::vector<std::int64_t>> arrays) {
+    auto owned = std::make_shared<std::vector<std::vector<std::int64_t>>>(std::move(arrays));
+    Reply r;
+    for (const auto& a : *owned) r.body.parts.push_back(std::as_bytes(std::span(a)));
+    r.body.keep_alive = owned;
+    return r;
+  }
+
+  /// degrees: head = u8 kind (in/out), i64 count; part 0 = global node IDs. Reply part 0
+  /// = int64 degrees (out: this partition's share; the trainer sums over partitions).
+  Reply on_degrees(const Request& req) {
+    HeadReader r(req.body.head, "degrees");
+    const auto kind = static_cast<DegreeKind>(r.get<std::uint8_t>());
+    const auto count = r.get<std::int64_t>();
+    r.finish();
+    if (req.body.parts.size() != 1) throw ProtocolError("degrees: expected 1 part (node IDs)");
+    const auto ids = part_as<std::int64_t>(req.body.parts[0], count, "degrees");
+    if (kind == DegreeKind::in) return ids_reply({in_degrees(ids)});
+    if (kind == DegreeKind::out) return ids_reply({out_degree_share(ids)});
+    throw ProtocolError("degrees: unknown direction");
+  }
+
+  /// find_edges: head = i64 count; part 0 = owned global edge IDs. Reply parts = global
+  /// source IDs, global destination IDs.
+  Reply on_find_edges(const Request& req) {
+    HeadReader r(req.body.head, "find_edges");
+    const auto count = r.get<std::int64_t>();
+    r.finish();
+    if (req.body.parts.size() != 1) throw ProtocolError("find_edges: expected 1 part (edge IDs)");
+    const auto ids = part_as<std::int64_t>(req.body.parts[0], count, "find_edges");
+    std::vector<std::int64_t> local(ids.size());
+    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::edge, ids, local);
+    std::vector<std::int64_t> src(ids.size()), dst(ids.size());
+    const auto indptr = part_.graph.indptr.span();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::int64_t pos = edge_pos_[static_cast<std::size_t>(local[i])];
+      // The destination is the CSC row whose range holds `pos`.
+      const auto row = std::upper_bound(indptr.begin(), indptr.end(), pos) - indptr.begin() - 1;
+      src[i] =
+          part_.nid[static_cast<std::size_t>(part_.graph.indices[static_cast<std::size_t>(pos)])];
+      dst[i] = part_.nid[static_cast<std::size_t>(row)];
+    }
+    return ids_reply({std::move(src), std::move(dst)});
+  }
+
+  Partition part_;
+  KVServer<S> kv_;
+  std::int64_t num_nodes_ = 0;
+  std::unordered_map<std::int64_t, std::int64_t> local_of_;  // global -> local node
+  std::vector<std::int64_t> out_share_;                      // per local node
+  std::vector<std::int64_t> edge_pos_;                       // owned edge -> CSC position
+};
+
+}  // namespace distgraph

@@ -1,0 +1,415 @@
+// KVServer: serves the named tensors one partition owns, addressed by global row ID.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/deadline.hpp"
+#include "distgraph/core/dtype.hpp"
+#include "distgraph/core/error.hpp"
+#include "distgraph/partition/load_partition.hpp"
+#include "distgraph/server/detail/init_values.hpp"
+#include "distgraph/server/detail/ownership.hpp"
+#include "distgraph/server/protocol.hpp"
+#include "distgraph/storage/concepts.hpp"
+#include "distgraph/transport/message.hpp"
+
+namespace distgraph {
+
+/// Serves the tensors of partition `part_id`: create (idempotent), pull, push, push_add,
+/// sparse optimizer steps, delete, list, barrier and shutdown (docs/WIRE.md lists the
+/// layouts). Rows are addressed by global node or edge ID; the server converts them to
+/// its local rows through the partition book and refuses IDs it does not own.
+///
+/// Thread-safe: transports call handle() from several threads. Never throws out of
+/// handle(): every bad request gets an error reply naming what was wrong.
+template <Storage S>
+class KVServer {
+ public:
+  /// `storage` may be shared with other servers and co-located trainers of this machine.
+  KVServer(std::shared_ptr<S> storage, AnyPartitionBook book, std::int32_t part_id)
+      : storage_(std::move(storage)), book_(std::move(book)), part_id_(part_id) {
+    const auto parts = std::visit([](const auto& b) { return b.num_partitions(); }, book_);
+    if (part_id_ < 0 || part_id_ >= parts)
+      throw IdOutOfRange("server partition id", part_id_, 0, parts);
+  }
+
+  /// Answers one request; never throws.
+  Reply handle(const Request& req) {
+    try {
+      switch (req.type) {
+        case MsgType::hello:
+        case MsgType::ping:
+          return Reply{};
+        case MsgType::metadata:
+          return text_reply(metadata().dump());
+        case MsgType::create_tensor:
+          return on_create(req);
+        case MsgType::delete_tensor:
+          return on_delete(req);
+        case MsgType::list_tensors:
+          return on_list();
+        case MsgType::pull:
+          return on_pull(req);
+        case MsgType::push:
+        case MsgType::push_add:
+          return on_push(req);
+        case MsgType::sparse_step:
+          return on_sparse_step(req);
+        case MsgType::barrier:
+          return on_barrier(req);
+        case MsgType::shutdown:
+          request_shutdown();
+          return Reply{};
+        default:
+          return Reply::error(Status::unknown_message,
+                              msg_type_name(req.type) + ": not served by this server");
+      }
+    } catch (const ProtocolError& e) {
+      return Reply::error(Status::bad_request, e.what());
+    } catch (const NotFound& e) {
+      return Reply::error(Status::not_found, e.what());
+    } catch (const IdOutOfRange& e) {
+      return Reply::error(Status::out_of_range, e.what());
+    } catch (const DTypeError& e) {
+      return Reply::error(Status::dtype_mismatch, e.what());
+    } catch (const ShapeError& e) {
+      return Reply::error(Status::shape_mismatch, e.what());
+    } catch (const InvalidArgument& e) {
+      return Reply::error(Status::bad_request, e.what());
+    } catch (const std::bad_alloc&) {
+      return Reply::error(Status::internal_error, msg_type_name(req.type) + ": out of memory");
+    } catch (const std::exception& e) {
+      return Reply::error(Status::internal_error, e.what());
+    }
+  }
+
+  /// The server as a transport Handler (keeps `this` by reference: outlive the transport).
+  Handler handler() {
+    return [this](const Request& r) { return handle(r); };
+  }
+
+  /// Blocks until a shutdown request arrives or `deadline` passes; true on shutdown.
+  bool wait_for_shutdown(Deadline deadline) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_until(lock, deadline, [&] { return shutdown_; });
+  }
+  bool shutdown_requested() const {
+    std::lock_guard lock(mu_);
+    return shutdown_;
+  }
+  void request_shutdown() {
+    {
+      std::lock_guard lock(mu_);
+      shutdown_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  /// Facts trainers need: partition, counts, tensors. Extended by GraphServer.
+  nlohmann::json metadata() const {
+    nlohmann::json j;
+    j["part_id"] = part_id_;
+    std::visit(
+        [&](const auto& b) {
+          j["num_parts"] = b.num_partitions();
+          j["num_nodes"] = b.num_nodes();
+          j["num_edges"] = b.num_edges();
+          j["owned_nodes"] = b.num_owned_nodes(PartId{part_id_});
+          j["owned_edges"] = b.num_owned_edges(PartId{part_id_});
+        },
+        book_);
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& s : storage_->list())
+      tensors.push_back({{"name", s.name},
+                         {"dtype", std::string(dtype_name(s.dtype))},
+                         {"rows", s.rows},
+                         {"cols", s.cols}});
+    j["tensors"] = tensors;
+    return j;
+  }
+
+  S& storage() noexcept { return *storage_; }
+  const AnyPartitionBook& book() const noexcept { return book_; }
+  std::int32_t part_id() const noexcept { return part_id_; }
+
+  /// Creates (or reuses) tensor `q` in this server's storage with its owned rows, filling
+  /// a new one per q.init. Returns true when created. Throws on a layout mismatch.
+  bool create(const CreateTensorRequest& q) {
+    if (q.cols < 1 || q.cols > (1 << 24))
+      throw InvalidArgument("tensor '" + q.name + "': " + std::to_string(q.cols) +
+                            " columns; expected [1, 16777216]");
+    if (!is_known_dtype(q.dtype))
+      throw DTypeError("tensor '" + q.name + "'",
+                       "unknown dtype code " + std::to_string(static_cast<int>(q.dtype)));
+    if (q.kind != RowKind::node && q.kind != RowKind::edge)
+      throw InvalidArgument("tensor '" + q.name + "': unknown row kind");
+    const std::int64_t global_rows = std::visit(
+        [&](const auto& b) { return q.kind == RowKind::node ? b.num_nodes() : b.num_edges(); },
+        book_);
+    if (q.rows != global_rows)
+      throw ShapeError("tensor '" + q.name + "'",
+                       std::to_string(q.rows) + " rows; the graph has " +
+                           std::to_string(global_rows) +
+                           (q.kind == RowKind::node ? " nodes" : " edges"));
+    TensorSpec spec{q.name, q.dtype, detail::owned_rows(book_, part_id_, q.kind), q.cols};
+    // Serialise creation so that exactly one creator initialises the rows.
+    std::lock_guard lock(create_mu_);
+    if (!storage_->create(spec)) return false;
+    if (q.init.kind != InitKind::zeros) initialise(spec, q.kind, q.init);
+    return true;
+  }
+
+ private:
+  static bool is_known_dtype(DType t) {
+    for (DType d : all_dtypes)
+      if (d == t) return true;
+    return false;
+  }
+
+  static Reply text_reply(const std::string& s) {
+    std::vector<std::byte> b(s.size());
+    std::memcpy(b.data(), s.data(), s.size());
+    return Reply{Status::ok, Message::owning(std::move(b))};
+  }
+
+  Reply on_create(const Request& req) {
+    const auto q = CreateTensorRequest::decode(req.body.head);
+    const bool created = create(q);
+    HeadWriter w;
+    w.put(static_cast<std::uint8_t>(created ? 1 : 0));
+    return Reply{Status::ok, Message::owning(w.take())};
+  }
+
+  Reply on_delete(const Request& req) {
+    HeadReader r(req.body.head, "delete_tensor");
+    const std::string name = r.get_string(256);
+    r.finish();
+    if (!storage_->remove(name)) throw NotFound("tensor '" + name + "'", "no such tensor");
+    return Reply{};
+  }
+
+  Reply on_list() { return Reply{Status::ok, Message::owning(encode_specs(storage_->list()))}; }
+
+  /// Local rows of a rows request, after checking the tensor's kind matches its size.
+  std::vector<std::int64_t> local_rows(const RowsRequest& q, std::span<const std::byte> ids_part,
+                                       const char* subject, TensorSpec& spec) {
+    spec = storage_->spec(q.name);
+    if (q.kind != RowKind::node && q.kind != RowKind::edge)
+      throw ProtocolError(std::string(subject) + ": unknown row kind");
+    if (spec.rows != detail::owned_rows(book_, part_id_, q.kind))
+      throw ShapeError(
+          "tensor '" + q.name + "'",
+          std::string("not indexed by ") + (q.kind == RowKind::node ? "node" : "edge") + " IDs");
+    const auto ids = part_as<std::int64_t>(ids_part, q.count, subject);
+    std::vector<std::int64_t> local(ids.size());
+    detail::global_to_owned(book_, part_id_, q.kind, ids, local);
+    return local;
+  }
+
+  Reply on_pull(const Request& req) {
+    const auto q = RowsRequest::decode(req.body.head, "pull");
+    if (req.body.parts.size() != 1)
+      throw ProtocolError("pull: " + std::to_string(req.body.parts.size()) +
+                          " parts; expected 1 (row IDs)");
+    TensorSpec spec;
+    const auto local = local_rows(q, req.body.parts[0], "pull", spec);
+    // 8-byte aligned reply buffer: the receiver views the rows in place.
+    const std::size_t bytes = local.size() * spec.row_bytes();
+    auto rows = std::make_shared<std::vector<std::uint64_t>>((bytes + 7) / 8);
+    std::span<std::byte> out(reinterpret_cast<std::byte*>(rows->data()), bytes);
+    storage_->read_rows(q.name, local, out);
+    Reply r;
+    r.body.parts.push_back(out);
+    r.body.keep_alive = std::move(rows);
+    return r;
+  }
+
+  Reply on_push(const Request& req) {
+    const char* subject = req.type == MsgType::push ? "push" : "push_add";
+    const auto q = RowsRequest::decode(req.body.head, subject);
+    if (req.body.parts.size() != 2)
+      throw ProtocolError(std::string(subject) + ": " + std::to_string(req.body.parts.size()) +
+                          " parts; expected 2 (row IDs, rows)");
+    TensorSpec spec;
+    const auto local = local_rows(q, req.body.parts[0], subject, spec);
+    const auto rows = req.body.parts[1];
+    if (rows.size() != local.size() * spec.row_bytes())
+      throw ShapeError("tensor '" + q.name + "'",
+                       std::string(subject) + " of " + std::to_string(rows.size()) + " bytes for " +
+                           std::to_string(local.size()) + " rows; expected " +
+                           std::to_string(local.size() * spec.row_bytes()));
+    if (req.type == MsgType::push)
+      storage_->write_rows(q.name, local, rows);
+    else
+      storage_->add_rows(q.name, local, rows);
+    return Reply{};
+  }
+
+  /// Applies a sparse optimizer step to the rows of embedding `q.name`. Each row's read,
+  /// update and write happen under this server's lock for that row, so concurrent steps
+  /// from several trainers serialise per row. Steps of one embedding must all go to one
+  /// server process per partition (the trainer routes them to the main server) for this
+  /// to hold across processes.
+  Reply on_sparse_step(const Request& req) {
+    const auto q = SparseStepRequest::decode(req.body.head);
+    if (req.body.parts.size() != 2)
+      throw ProtocolError("sparse_step: expected 2 parts (row IDs, gradients)");
+    if (!(q.params.lr > 0) || !(q.params.eps > 0) || !(q.params.beta1 >= 0 && q.params.beta1 < 1) ||
+        !(q.params.beta2 >= 0 && q.params.beta2 < 1))
+      throw InvalidArgument("sparse_step '" + q.name +
+                            "': lr and eps must be > 0, betas in [0, 1)");
+    RowsRequest rq{q.name, q.kind, q.count};
+    TensorSpec spec;
+    const auto local = local_rows(rq, req.body.parts[0], "sparse_step", spec);
+    if (spec.dtype != DType::float32)
+      throw DTypeError(
+          "embedding '" + q.name + "'",
+          "dtype " + std::string(dtype_name(spec.dtype)) + "; sparse optimizers need float32");
+    const auto cols = static_cast<std::size_t>(spec.cols);
+    const auto grads = part_as<float>(req.body.parts[1], q.count * spec.cols, "sparse_step");
+    const bool adam = q.params.kind == OptimizerKind::adam;
+    if (!adam && q.params.kind != OptimizerKind::adagrad)
+      throw ProtocolError("sparse_step: unknown optimizer kind");
+    // Lazily created per-row state, named after the embedding (saved with it).
+    const std::string s1 = q.name + (adam ? ".adam_m" : ".adagrad_sum");
+    const std::string s2 = q.name + ".adam_v", st = q.name + ".adam_t";
+    {
+      std::lock_guard lock(create_mu_);
+      storage_->create(TensorSpec{s1, DType::float32, spec.rows, spec.cols});
+      if (adam) {
+        storage_->create(TensorSpec{s2, DType::float32, spec.rows, spec.cols});
+        storage_->create(TensorSpec{st, DType::float32, spec.rows, 1});
+      }
+    }
+    std::vector<float> w(cols), a(cols), b(cols);
+    float t = 0;
+    auto bytes = [](auto& v) { return std::as_writable_bytes(std::span(v)); };
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      const std::int64_t row[1] = {local[i]};
+      const float* g = grads.data() + i * cols;
+      std::lock_guard lock(row_mu_[static_cast<std::size_t>(local[i]) % row_mu_.size()]);
+      storage_->read_rows(q.name, row, bytes(w));
+      storage_->read_rows(s1, row, bytes(a));
+      if (!adam) {
+        for (std::size_t c = 0; c < cols; ++c) {
+          a[c] += g[c] * g[c];
+          w[c] -= static_cast<float>(q.params.lr * g[c] / (std::sqrt(double(a[c])) + q.params.eps));
+        }
+      } else {
+        storage_->read_rows(s2, row, bytes(b));
+        storage_->read_rows(st, row, std::as_writable_bytes(std::span(&t, 1)));
+        t += 1;
+        const double c1 = 1 - std::pow(q.params.beta1, t), c2 = 1 - std::pow(q.params.beta2, t);
+        for (std::size_t c = 0; c < cols; ++c) {
+          a[c] = static_cast<float>(q.params.beta1 * a[c] + (1 - q.params.beta1) * g[c]);
+          b[c] = static_cast<float>(q.params.beta2 * b[c] + (1 - q.params.beta2) * g[c] * g[c]);
+          const double mhat = a[c] / c1, vhat = b[c] / c2;
+          w[c] -= static_cast<float>(q.params.lr * mhat / (std::sqrt(vhat) + q.params.eps));
+        }
+        storage_->write_rows(s2, row, std::as_bytes(std::span(b)));
+        storage_->write_rows(st, row, std::as_bytes(std::span(&t, 1)));
+      }
+      storage_->write_rows(s1, row, std::as_bytes(std::span(a)));
+      storage_->write_rows(q.name, row, std::as_bytes(std::span(w)));
+    }
+    return Reply{};
+  }
+
+  /// Blocks this handler thread until `participants` calls with the same name arrived.
+  /// Transports must run enough handler threads for every participant (AsioServer's pool
+  /// size; the in-process transport runs each caller on its own thread).
+  Reply on_barrier(const Request& req) {
+    const auto q = BarrierRequest::decode(req.body.head);
+    if (q.participants < 1 || q.participants > 1'000'000)
+      throw InvalidArgument("barrier '" + q.name + "': " + std::to_string(q.participants) +
+                            " participants");
+    const auto deadline = deadline_in(
+        std::chrono::milliseconds(std::clamp<std::int64_t>(q.timeout_ms, 0, 3'600'000)));
+    std::unique_lock lock(mu_);
+    auto& b = barriers_[q.name];
+    if (b.participants != 0 && b.participants != q.participants)
+      throw InvalidArgument("barrier '" + q.name + "': " + std::to_string(q.participants) +
+                            " participants; others said " + std::to_string(b.participants));
+    b.participants = q.participants;
+    const std::uint64_t gen = b.generation;
+    if (++b.arrived == b.participants) {
+      b.arrived = 0;
+      b.participants = 0;
+      ++b.generation;
+      cv_.notify_all();
+      return Reply{};
+    }
+    if (!cv_.wait_until(lock, deadline, [&] { return b.generation != gen || shutdown_; })) {
+      --b.arrived;
+      return Reply::error(Status::timeout, "barrier '" + q.name +
+                                               "': " + std::to_string(b.arrived + 1) + " of " +
+                                               std::to_string(q.participants) +
+                                               " participants arrived before the timeout");
+    }
+    if (b.generation == gen)
+      return Reply::error(Status::shutting_down, "barrier '" + q.name + "': server shut down");
+    return Reply{};
+  }
+
+  void initialise(const TensorSpec& spec, RowKind kind, const InitSpec& init) {
+    if (spec.dtype != DType::float32 && spec.dtype != DType::float64)
+      throw DTypeError("tensor '" + spec.name + "'", "random initialisation needs a float dtype");
+    constexpr std::int64_t chunk = 4096;
+    std::vector<std::byte> rows;
+    for (std::int64_t begin = 0; begin < spec.rows; begin += chunk) {
+      const std::int64_t end = std::min(spec.rows, begin + chunk);
+      const auto global = detail::owned_to_global(book_, part_id_, kind, begin, end);
+      std::vector<std::int64_t> local(global.size());
+      rows.assign(global.size() * spec.row_bytes(), std::byte{0});
+      for (std::size_t i = 0; i < global.size(); ++i) {
+        local[i] = begin + static_cast<std::int64_t>(i);
+        for (std::int64_t c = 0; c < spec.cols; ++c) {
+          const double v =
+              init.kind == InitKind::uniform
+                  ? init.a + (init.b - init.a) * detail::unit_hash(init.seed, global[i], c)
+                  : init.a + init.b * detail::normal_hash(init.seed, global[i], c);
+          const std::size_t at =
+              i * static_cast<std::size_t>(spec.cols) + static_cast<std::size_t>(c);
+          if (spec.dtype == DType::float32) {
+            const float f = static_cast<float>(v);
+            std::memcpy(rows.data() + at * 4, &f, 4);
+          } else {
+            std::memcpy(rows.data() + at * 8, &v, 8);
+          }
+        }
+      }
+      storage_->write_rows(spec.name, local, rows);
+    }
+  }
+
+  struct BarrierState {
+    std::int64_t participants = 0, arrived = 0;
+    std::uint64_t generation = 0;
+  };
+
+  std::shared_ptr<S> storage_;
+  AnyPartitionBook book_;
+  std::int32_t part_id_;
+  mutable std::mutex mu_;  // barriers and shutdown
+  std::condition_variable cv_;
+  bool shutdown_ = false;
+  std::map<std::string, BarrierState> barriers_;
+  std::mutex create_mu_;
+  std::array<std::mutex, 256> row_mu_;
+};
+
+}  // namespace distgraph
