@@ -1,0 +1,95 @@
+// node_split / edge_split: give every trainer the same number of training IDs.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/partition/concepts.hpp"
+
+namespace distgraph {
+
+/// How the training set is divided.
+struct SplitOptions {
+  std::int32_t rank = 0;          ///< this trainer, in [0, num_trainers)
+  std::int32_t num_trainers = 1;  ///< all trainers of the job, ranked machine-major
+  /// Pad so every trainer gets exactly ceil(n / num_trainers) IDs (the first IDs of the
+  /// ordered set are repeated, the fewest repeats possible). Off: the first n %
+  /// num_trainers trainers get one more. Equal counts keep the gradient all-reduce in
+  /// lock-step (no trainer waits on one that ran out of batches).
+  bool force_even = true;
+};
+
+namespace detail {
+template <class OwnerFn>
+std::vector<std::int64_t> split_ids(std::span<const std::int64_t> ids, const SplitOptions& o,
+                                    const char* what, OwnerFn owner_of) {
+  if (o.num_trainers < 1)
+    throw InvalidArgument(std::string(what) + ": num_trainers " + std::to_string(o.num_trainers) +
+                          "; expected >= 1");
+  if (o.rank < 0 || o.rank >= o.num_trainers)
+    throw IdOutOfRange(std::string(what) + " rank", o.rank, 0, o.num_trainers);
+  if (ids.empty()) throw InvalidArgument(std::string(what) + ": the training set is empty");
+  // Order by owning partition, then ID: trainers are ranked machine-major and machine m
+  // holds partition m, so contiguous chunks of this order fall mostly on each trainer's
+  // own partition (its features are local).
+  std::vector<std::int32_t> owner(ids.size());
+  owner_of(ids, std::span<std::int32_t>(owner));
+  std::vector<std::size_t> order(ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return owner[a] != owner[b] ? owner[a] < owner[b] : ids[a] < ids[b];
+  });
+  std::vector<std::int64_t> sorted(ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) sorted[i] = ids[order[i]];
+  const auto n = static_cast<std::int64_t>(sorted.size());
+  const std::int64_t t = o.num_trainers, r = o.rank;
+  std::int64_t begin = 0, end = 0;
+  if (o.force_even) {
+    const std::int64_t per = (n + t - 1) / t;
+    begin = r * per;
+    end = begin + per;
+  } else {
+    const std::int64_t base = n / t, extra = n % t;
+    begin = r * base + std::min(r, extra);
+    end = begin + base + (r < extra ? 1 : 0);
+  }
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(end - begin));
+  for (std::int64_t i = begin; i < end; ++i) out.push_back(sorted[static_cast<std::size_t>(i % n)]);
+  return out;
+}
+}  // namespace detail
+
+/// This trainer's share of the training nodes `train_ids` (global IDs, unique): equal
+/// counts for all trainers (see SplitOptions::force_even), preferring nodes its own
+/// machine's partition owns, and the same answer on every trainer (deterministic). The
+/// union over all ranks is `train_ids` (plus the documented repeats). Throws
+/// InvalidArgument for an empty set, IdOutOfRange for IDs outside the graph.
+template <PartitionBook Book>
+std::vector<std::int64_t> node_split(std::span<const std::int64_t> train_ids, const Book& book,
+                                     const SplitOptions& options) {
+  return detail::split_ids(train_ids, options, "node_split",
+                           [&](auto ids, auto out) { book.node_partition(ids, out); });
+}
+
+/// The IDs where `mask` is true (mask[i] for global ID i), as node_split expects.
+inline std::vector<std::int64_t> mask_to_ids(std::span<const bool> mask) {
+  std::vector<std::int64_t> ids;
+  for (std::size_t i = 0; i < mask.size(); ++i)
+    if (mask[i]) ids.push_back(static_cast<std::int64_t>(i));
+  return ids;
+}
+
+/// node_split for training edges (link prediction), by the edges' owners.
+template <PartitionBook Book>
+std::vector<std::int64_t> edge_split(std::span<const std::int64_t> train_eids, const Book& book,
+                                     const SplitOptions& options) {
+  return detail::split_ids(train_eids, options, "edge_split",
+                           [&](auto ids, auto out) { book.edge_partition(ids, out); });
+}
+
+}  // namespace distgraph

@@ -1,0 +1,324 @@
+// DistTensor, DistEmbedding and sparse optimizers against real in-process servers.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <latch>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "distgraph/dist/dist_embedding.hpp"
+#include "distgraph/dist/dist_tensor.hpp"
+#include "distgraph/dist/node_split.hpp"
+#include "distgraph/dist/standalone.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using distgraph::test::TempDir;
+
+namespace {
+
+using Client = KVClient<RangePartitionBook, InProcessTransport, InMemoryStorage>;
+
+Dataset small_sbm(std::int64_t n = 500) {
+  SbmOptions o;
+  o.num_nodes = n;
+  o.num_classes = 3;
+  o.avg_degree = 6;
+  o.feat_dim = 4;
+  o.seed = 11;
+  return sbm_dataset(o);
+}
+
+/// A partitioned SBM graph and the map from relabeled global node IDs to input IDs.
+struct Fixture {
+  TempDir tmp;
+  Dataset data = small_sbm();
+  std::vector<std::int64_t> orig_of;  // global -> input node ID
+  std::filesystem::path config;
+
+  explicit Fixture(std::int64_t parts = 3) {
+    partition_dataset(data, "g", parts, tmp.path(), {.method = PartMethod::metis, .seed = 5});
+    config = tmp / "g.json";
+    orig_of.assign(static_cast<std::size_t>(data.num_nodes), -1);
+    for (std::int64_t p = 0; p < parts; ++p) {
+      const Partition part = load_partition(config, p);
+      for (std::int64_t v = 0; v < part.num_inner_nodes; ++v)
+        orig_of[static_cast<std::size_t>(part.nid[static_cast<std::size_t>(v)])] =
+            part.orig_nid[static_cast<std::size_t>(v)];
+    }
+  }
+};
+
+std::vector<std::int64_t> shuffled_ids(std::int64_t n, std::uint64_t seed) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("pulling node features through three servers returns each node's input row", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto client = cluster.client<RangePartitionBook>();
+  const auto feat = DistTensor<float, Client>::open(client, node_data_name("feat"), RowKind::node);
+  REQUIRE(feat.num_cols() == f.data.feat_dim);
+  REQUIRE(feat.num_rows() == f.data.num_nodes);
+  const auto ids = shuffled_ids(f.data.num_nodes, 1);
+  const auto rows = feat.pull(ids);
+  const auto d = static_cast<std::size_t>(f.data.feat_dim);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto orig = static_cast<std::size_t>(f.orig_of[static_cast<std::size_t>(ids[i])]);
+    for (std::size_t c = 0; c < d; ++c) REQUIRE(rows[i * d + c] == f.data.feat[orig * d + c]);
+  }
+  const auto labels =
+      DistTensor<std::int64_t, Client>::open(client, node_data_name("label"), RowKind::node);
+  const auto lab = labels.pull(ids);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    CHECK(lab[i] ==
+          f.data.label[static_cast<std::size_t>(f.orig_of[static_cast<std::size_t>(ids[i])])]);
+}
+
+TEST_CASE("push replaces rows on their owners and push_add accumulates duplicates", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto client = cluster.client<RangePartitionBook>();
+  auto t = DistTensor<double, Client>::create(client, "acc", RowKind::node, 2);
+  const auto ids = shuffled_ids(f.data.num_nodes, 2);
+  std::vector<double> rows(ids.size() * 2);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    rows[2 * i] = static_cast<double>(ids[i]);
+    rows[2 * i + 1] = -static_cast<double>(ids[i]);
+  }
+  t.push(ids, rows);
+  const std::vector<std::int64_t> probe{0, f.data.num_nodes - 1, 7};
+  auto got = t.pull(probe);
+  CHECK(got == std::vector<double>{0, 0, double(f.data.num_nodes - 1),
+                                   -double(f.data.num_nodes - 1), 7, -7});
+
+  const std::vector<std::int64_t> dup{7, 7, 7, 0};
+  const std::vector<double> add{1, 10, 1, 10, 1, 10, 5, 5};
+  t.push_add(dup, add);
+  got = t.pull(std::vector<std::int64_t>{7, 0});
+  CHECK(got == std::vector<double>{10, 23, 5, 5});
+
+  SECTION("a row listed twice in one push ends as its last listing") {
+    t.push(std::vector<std::int64_t>{3, 3}, std::vector<double>{1, 1, 2, 2});
+    CHECK(t.pull(std::vector<std::int64_t>{3}) == std::vector<double>{2, 2});
+  }
+  SECTION("an out-of-range ID fails before anything is written") {
+    const std::vector<std::int64_t> bad{1, f.data.num_nodes};
+    CHECK_THROWS_AS(t.push(bad, std::vector<double>{9, 9, 9, 9}), IdOutOfRange);
+    CHECK(t.pull(std::vector<std::int64_t>{1}) == std::vector<double>{1, -1});
+    CHECK_THROWS_AS(t.pull(std::vector<std::int64_t>{-1}), IdOutOfRange);
+  }
+  SECTION("rows of the wrong size are a ShapeError") {
+    CHECK_THROWS_AS(t.push(std::vector<std::int64_t>{1}, std::vector<double>{1}), ShapeError);
+  }
+}
+
+TEST_CASE("tensor creation is idempotent and refuses a different layout", "[dist]") {
+  Fixture f(2);
+  StandaloneCluster<> cluster(f.config);
+  auto client = cluster.client<RangePartitionBook>();
+  auto a = DistTensor<float, Client>::create(client, "emb", RowKind::node, 3,
+                                             {InitKind::uniform, -1, 1, 9});
+  const auto before = a.pull(shuffled_ids(f.data.num_nodes, 3));
+  for (float v : before) REQUIRE((v >= -1 && v < 1));
+  // Reuse: same layout, contents untouched (not re-initialised).
+  auto b = DistTensor<float, Client>::create(client, "emb", RowKind::node, 3,
+                                             {InitKind::uniform, 5, 6, 1});
+  CHECK(b.pull(shuffled_ids(f.data.num_nodes, 3)) == before);
+  CHECK_THROWS_AS((DistTensor<float, Client>::create(client, "emb", RowKind::node, 4)),
+                  RemoteError);
+  CHECK_THROWS_AS((DistTensor<double, Client>::create(client, "emb", RowKind::node, 3)),
+                  RemoteError);
+  CHECK_THROWS_AS((DistTensor<double, Client>::open(client, "emb", RowKind::node)), DTypeError);
+  CHECK_THROWS_AS((DistTensor<float, Client>::open(client, "nope", RowKind::node)), NotFound);
+  try {
+    DistTensor<float, Client>::create(client, "emb", RowKind::node, 4);
+  } catch (const RemoteError& e) {
+    CHECK(e.status() == Status::shape_mismatch);
+    CHECK_THAT(e.what(), Catch::Contains("emb"));
+  }
+  client->remove("emb");
+  CHECK_THROWS_AS((DistTensor<float, Client>::open(client, "emb", RowKind::node)), NotFound);
+}
+
+TEST_CASE("initial values depend on the row's global ID, not on the partitioning", "[dist]") {
+  Fixture f2(2), f3(3);
+  StandaloneCluster<> c2(f2.config), c3(f3.config);
+  auto t2 = DistTensor<float, Client>::create(c2.client<RangePartitionBook>(), "e", RowKind::node,
+                                              2, {InitKind::normal, 0, 1, 4});
+  auto t3 = DistTensor<float, Client>::create(c3.client<RangePartitionBook>(), "e", RowKind::node,
+                                              2, {InitKind::normal, 0, 1, 4});
+  const auto ids = shuffled_ids(f2.data.num_nodes, 5);
+  CHECK(t2.pull(ids) == t3.pull(ids));
+  // Roughly standard normal.
+  const auto v = t2.pull(ids);
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  CHECK(std::abs(mean) < 0.15);
+}
+
+TEST_CASE("a barrier returns once every trainer arrived and times out otherwise", "[dist]") {
+  Fixture f(2);
+  StandaloneCluster<> cluster(f.config);
+  constexpr int trainers = 4;
+  auto client = cluster.client<RangePartitionBook>(trainers);
+  std::atomic<int> passed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < trainers; ++i)
+    threads.emplace_back([&] {
+      client->barrier("b");
+      client->barrier("b");  // reusable
+      ++passed;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(passed == trainers);
+
+  auto impatient =
+      cluster.client<RangePartitionBook>(2, {.timeout = std::chrono::milliseconds(200)});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    impatient->barrier("lonely");
+    FAIL("barrier with one of two trainers returned");
+  } catch (const RemoteError& e) {
+    CHECK(e.status() == Status::timeout);
+    CHECK_THAT(e.what(), Catch::Contains("1 of 2"));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+namespace {
+/// Dense reference of one optimizer step over rows with (already summed) gradients.
+struct DenseRef {
+  std::vector<double> w, a, b, t;
+  std::size_t d;
+  void step(bool adam, const std::vector<std::int64_t>& ids, const std::vector<float>& g, double lr,
+            double eps, double b1 = 0.9, double b2 = 0.999) {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const auto r = static_cast<std::size_t>(ids[i]);
+      if (adam) t[r] += 1;
+      for (std::size_t c = 0; c < d; ++c) {
+        const double gc = g[i * d + c];
+        auto& wc = w[r * d + c];
+        if (!adam) {
+          a[r * d + c] += gc * gc;
+          wc -= lr * gc / (std::sqrt(a[r * d + c]) + eps);
+        } else {
+          a[r * d + c] = b1 * a[r * d + c] + (1 - b1) * gc;
+          b[r * d + c] = b2 * b[r * d + c] + (1 - b2) * gc * gc;
+          const double mh = a[r * d + c] / (1 - std::pow(b1, t[r]));
+          const double vh = b[r * d + c] / (1 - std::pow(b2, t[r]));
+          wc -= lr * mh / (std::sqrt(vh) + eps);
+        }
+      }
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("sparse Adagrad and Adam on the servers match a dense reference", "[dist]") {
+  Fixture f(3);
+  StandaloneCluster<> cluster(f.config);
+  auto client = cluster.client<RangePartitionBook>();
+  const bool adam = GENERATE(false, true);
+  const std::int64_t dim = 3;
+  auto emb = DistEmbedding<Client>::create(client, adam ? "ea" : "eg", dim);
+  auto opt = adam ? SparseAdam<Client>({emb}, 0.05) : SparseAdagrad<Client>({emb}, 0.1);
+  const auto all = shuffled_ids(f.data.num_nodes, 0);
+  std::vector<std::int64_t> sorted_all(all);
+  std::sort(sorted_all.begin(), sorted_all.end());
+  const auto init = emb.pull(sorted_all);
+  DenseRef ref{std::vector<double>(init.begin(), init.end()), std::vector<double>(init.size(), 0),
+               std::vector<double>(init.size(), 0), std::vector<double>(sorted_all.size(), 0),
+               static_cast<std::size_t>(dim)};
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<std::int64_t> pick(0, 40);  // few rows: many duplicates
+  std::normal_distribution<float> gauss;
+  for (int step = 0; step < 4; ++step) {
+    std::map<std::int64_t, std::vector<float>> summed;
+    for (int rec = 0; rec < 2; ++rec) {
+      std::vector<std::int64_t> ids(30);
+      std::vector<float> g(30 * dim);
+      for (auto& x : ids) x = pick(rng) * 11 % f.data.num_nodes;
+      for (auto& x : g) x = gauss(rng);
+      emb.record_gradient(ids, g);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        auto& s = summed[ids[i]];
+        s.resize(dim, 0);
+        for (std::int64_t c = 0; c < dim; ++c) s[c] += g[i * dim + c];
+      }
+    }
+    std::vector<std::int64_t> uid;
+    std::vector<float> ug;
+    for (auto& [id, g] : summed) {
+      uid.push_back(id);
+      ug.insert(ug.end(), g.begin(), g.end());
+    }
+    opt.step();
+    ref.step(adam, uid, ug, adam ? 0.05 : 0.1, adam ? 1e-8 : 1e-10);
+  }
+  const auto got = emb.pull(sorted_all);
+  for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(ref.w[i]).margin(1e-4));
+  // Rows never touched keep their initial values exactly.
+  CHECK(got.back() == init.back());
+  CHECK(emb.take_gradients().ids.empty());
+}
+
+TEST_CASE("gradients for rows outside the embedding are refused when recorded", "[dist]") {
+  Fixture f(2);
+  StandaloneCluster<> cluster(f.config);
+  auto emb = DistEmbedding<Client>::create(cluster.client<RangePartitionBook>(), "e", 2);
+  CHECK_THROWS_AS(
+      emb.record_gradient(std::vector<std::int64_t>{f.data.num_nodes}, std::vector<float>{1, 1}),
+      IdOutOfRange);
+  CHECK_THROWS_AS(emb.record_gradient(std::vector<std::int64_t>{0}, std::vector<float>{1}),
+                  ShapeError);
+}
+
+TEST_CASE("node_split gives every trainer the same count, covers the set, prefers own nodes",
+          "[dist]") {
+  Fixture f(2);
+  StandaloneCluster<> cluster(f.config);
+  const auto& book = std::get<RangePartitionBook>(cluster.book());
+  std::vector<std::int64_t> train;
+  for (std::int64_t v = 0; v < f.data.num_nodes; v += 3) train.push_back(v);  // 167 IDs
+  for (const bool even : {true, false}) {
+    std::vector<std::int64_t> all;
+    std::size_t min_size = SIZE_MAX, max_size = 0;
+    const int trainers = 4;
+    for (int r = 0; r < trainers; ++r) {
+      const auto mine = node_split(std::span<const std::int64_t>(train), book,
+                                   {.rank = r, .num_trainers = trainers, .force_even = even});
+      min_size = std::min(min_size, mine.size());
+      max_size = std::max(max_size, mine.size());
+      // Ranks 0-1 sit on machine 0, 2-3 on machine 1: most of their nodes are local.
+      std::vector<std::int32_t> owner(mine.size());
+      book.node_partition(mine, owner);
+      const auto own = std::count(owner.begin(), owner.end(), r / 2);
+      CHECK(own * 4 >= static_cast<long>(mine.size()) * 3);
+      all.insert(all.end(), mine.begin(), mine.end());
+    }
+    if (even) {
+      CHECK(min_size == max_size);
+      CHECK(all.size() == 168);  // ceil(167 / 4) * 4: one repeat
+    } else {
+      CHECK(max_size - min_size <= 1);
+      CHECK(all.size() == train.size());
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    CHECK(all == train);
+  }
+  CHECK_THROWS_AS(node_split(std::span<const std::int64_t>(), book, {}), InvalidArgument);
+  CHECK_THROWS_AS(
+      node_split(std::span<const std::int64_t>(train), book, {.rank = 4, .num_trainers = 4}),
+      IdOutOfRange);
+  const std::vector<std::int64_t> bad{f.data.num_nodes};
+  CHECK_THROWS_AS(node_split(std::span<const std::int64_t>(bad), book, {}), IdOutOfRange);
+}
