@@ -1,0 +1,599 @@
+// bench_partition: partition_graph (METIS and random) on R-MAT, beside Debian's gpmetis on the
+// same graph and beside plain file writing, all measured in the same run.
+//
+//   bench_partition [--scale S] [--edge-factor K] [--parts P] [--feat-dim D] [--threads T]
+//                   [--runs R] [--gpmetis PATH] [--keep DIR] [--json]
+//
+// The input is rmat(scale S, edge factor K, symmetrize) built without self loops and
+// duplicates (a simple undirected graph stored both ways), plus a D-dim float32 feature per
+// node. Figures (issue 4, "Performance"):
+//   partition_metis_time  seconds of the whole partition_graph with METIS, writing every file
+//                         into a temporary folder; bound = wall time of `gpmetis FILE P` on the
+//                         same graph (reading its text file, partitioning, reporting, writing
+//                         FILE.part.P). ratio = bound / value; target >= 1 / 1.3.
+//   partition_edge_cut    METIS's objective (undirected cut edges) of our partition; bound =
+//                         the edgecut gpmetis reports. ratio = bound / value; target >= 0.95.
+//   partition_peak_rss    peak RSS (VmHWM) of a forked child that holds the input (graph and
+//                         features, inherited from the parent) and runs the METIS
+//                         partition_graph; its high-water mark is reset when it starts, so the
+//                         generation of the input does not count. bound = 3 x the bytes of the
+//                         input (the Graph's CSR and CSC arrays plus the features).
+//   partition_random_time seconds of partition_graph with random assignment; bound = writing
+//                         the same bytes into the same number of files in the same folder with
+//                         plain write() calls, each file written to a temporary name, fsynced
+//                         and renamed (what the partitioner's .npy writer does), on the same
+//                         number of threads. ratio = bound / value.
+// Each partitioning runs in its own forked child (fork, then the child reports over a pipe).
+#include <fcntl.h>
+#include <malloc.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "distgraph/core/parallel.hpp"
+#include "distgraph/core/tensor.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/graph/builder.hpp"
+#include "distgraph/graph/generators.hpp"
+#include "distgraph/partition/partition_graph.hpp"
+#include "support/report.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using distgraph::bench::Figure;
+using distgraph::bench::Kind;
+using distgraph::bench::Reporter;
+using nlohmann::json;
+
+struct Args {
+  int scale = 20;
+  int edge_factor = 16;
+  std::int64_t parts = 4;
+  std::int64_t feat_dim = 100;
+  unsigned threads = 0;
+  int runs = 1;
+  std::string gpmetis = "/usr/bin/gpmetis";
+  std::string keep;  ///< output folder to keep; empty = a temporary folder, removed at exit
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "bench_partition: %s\nusage: bench_partition [--scale S] [--edge-factor K] "
+               "[--parts P] [--feat-dim D] [--threads T] [--runs R] [--gpmetis PATH] "
+               "[--keep DIR] [--json]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--json") continue;
+    if (i + 1 >= argc) usage("missing value after " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--keep") {
+      a.keep = value;
+      continue;
+    }
+    if (flag == "--gpmetis") {
+      a.gpmetis = value;
+      continue;
+    }
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    const bool number = ec == std::errc{} && end == value.data() + value.size();
+    if (number && flag == "--scale" && v >= 4 && v <= 26)
+      a.scale = static_cast<int>(v);
+    else if (number && flag == "--edge-factor" && v >= 1 && v <= 256)
+      a.edge_factor = static_cast<int>(v);
+    else if (number && flag == "--parts" && v >= 2 && v <= 1024)
+      a.parts = v;
+    else if (number && flag == "--feat-dim" && v >= 0 && v <= 4096)
+      a.feat_dim = v;
+    else if (number && flag == "--threads" && v >= 0 && v <= 4096)
+      a.threads = static_cast<unsigned>(v);
+    else if (number && flag == "--runs" && v >= 1 && v <= 100)
+      a.runs = static_cast<int>(v);
+    else
+      usage("bad flag or value: " + flag + " " + value);
+  }
+  if (a.threads == 0) a.threads = distgraph::default_num_threads();
+  return a;
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "bench_partition: %s\n", why.c_str());
+  std::exit(1);
+}
+
+/// A value from /proc/self/status ("VmHWM:", "VmRSS:") in bytes; 0 if absent.
+std::int64_t proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string k;
+  while (in >> k) {
+    if (k == key) {
+      std::int64_t kib = 0;
+      in >> kib;
+      return kib * 1024;
+    }
+    std::getline(in, k);
+  }
+  return 0;
+}
+
+/// Runs `fn` in a forked child and returns the JSON object it produced, with the child's
+/// "start_rss_bytes" (resident right after the fork: the inherited input) and
+/// "peak_rss_bytes" (VmHWM since the start, reset via /proc/self/clear_refs) added.
+/// The parent must be single-threaded here (parallel_chunks joins its threads).
+json run_in_child(const std::function<json()>& fn) {
+  int fds[2];
+  if (::pipe(fds) != 0) fail(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    json out;
+    try {
+      // "5" resets the peak RSS to the current RSS (Linux >= 4.0, proc(5)).
+      bool reset = false;
+      if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+        reset = std::fputs("5", f) >= 0;
+        reset = (std::fclose(f) == 0) && reset;
+      }
+      const std::int64_t start_rss = proc_status_bytes("VmRSS:");
+      out = fn();
+      out["start_rss_bytes"] = start_rss;
+      out["peak_rss_bytes"] = proc_status_bytes("VmHWM:");
+      out["peak_reset"] = reset;
+    } catch (const std::exception& e) {
+      out = {{"error", e.what()}};
+    }
+    const std::string text = out.dump();
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t w = ::write(fds[1], text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<std::size_t>(w);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[1 << 12];
+  for (;;) {
+    const ssize_t r = ::read(fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    text.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty())
+    fail("partition child died (status " + std::to_string(status) + ")");
+  json j = json::parse(text);
+  if (j.contains("error")) fail("partition child: " + j["error"].get<std::string>());
+  return j;
+}
+
+/// Writes `g` (symmetric, no self loops) as a METIS graph file: "n m" with m undirected
+/// edges, then one line of 1-based neighbours per node. Rows are formatted in parallel,
+/// a round of `threads` blocks at a time, and written in order.
+void write_metis_graph(const fs::path& path, const distgraph::Graph& g, unsigned threads) {
+  const std::int64_t n = g.num_nodes();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail(path.string() + ": cannot create: " + std::strerror(errno));
+  std::fprintf(f, "%lld %lld\n", static_cast<long long>(n),
+               static_cast<long long>(g.num_edges() / 2));
+  const std::int64_t* indptr = g.out.indptr.data();
+  const std::int64_t* indices = g.out.indices.data();
+  // Blocks of about 1M adjacency entries keep the buffers small.
+  std::vector<std::int64_t> cuts{0};
+  for (std::int64_t v = 0; v < n;) {
+    std::int64_t e = v + 1;
+    while (e < n && indptr[e] - indptr[cuts.back()] < (1 << 20)) ++e;
+    cuts.push_back(e);
+    v = e;
+  }
+  const auto blocks = static_cast<std::int64_t>(cuts.size()) - 1;
+  std::vector<std::string> text(threads);
+  for (std::int64_t first = 0; first < blocks; first += threads) {
+    const std::int64_t last = std::min<std::int64_t>(blocks, first + threads);
+    distgraph::parallel_chunks(
+        first, last, threads,
+        [&](unsigned, std::int64_t bb, std::int64_t be) {
+          for (std::int64_t b = bb; b < be; ++b) {
+            std::string& s = text[static_cast<std::size_t>(b - first)];
+            const std::int64_t vb = cuts[static_cast<std::size_t>(b)];
+            const std::int64_t ve = cuts[static_cast<std::size_t>(b) + 1];
+            s.resize(static_cast<std::size_t>((indptr[ve] - indptr[vb]) * 21 + (ve - vb)));
+            char* p = s.data();
+            for (std::int64_t v = vb; v < ve; ++v) {
+              for (std::int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+                if (k > indptr[v]) *p++ = ' ';
+                p = std::to_chars(p, p + 20, indices[k] + 1).ptr;
+              }
+              *p++ = '\n';
+            }
+            s.resize(static_cast<std::size_t>(p - s.data()));
+          }
+        },
+        1);
+    for (std::int64_t b = first; b < last; ++b) {
+      const std::string& s = text[static_cast<std::size_t>(b - first)];
+      if (std::fwrite(s.data(), 1, s.size(), f) != s.size())
+        fail(path.string() + ": write failed: " + std::strerror(errno));
+    }
+  }
+  if (std::fclose(f) != 0) fail(path.string() + ": close failed: " + std::strerror(errno));
+}
+
+struct GpmetisRun {
+  double wall_s = 0;
+  double partitioning_s = -1;  ///< its own "Partitioning:" time (METIS only)
+  double io_s = -1;
+  std::int64_t edge_cut = -1;
+  std::int64_t max_rss_bytes = 0;
+};
+
+/// Runs `gpmetis FILE parts` with its output in `log`, and reads its figures back.
+GpmetisRun run_gpmetis(const std::string& exe, const fs::path& graph_file, std::int64_t parts,
+                       const fs::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  const std::string parts_s = std::to_string(parts);
+  std::string file_s = graph_file.string();
+  std::string exe_s = exe;
+  char* argv[] = {exe_s.data(), file_s.data(), const_cast<char*>(parts_s.c_str()), nullptr};
+  distgraph::Stopwatch clock;
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) fail(exe + ": cannot start: " + std::strerror(rc) + " (install Debian's metis)");
+  int status = 0;
+  struct rusage ru {};
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  GpmetisRun r;
+  r.wall_s = clock.seconds();
+  r.max_rss_bytes = static_cast<std::int64_t>(ru.ru_maxrss) * 1024;
+  std::ifstream in(log);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string out = all.str();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail(exe + " failed (status " + std::to_string(status) + "):\n" + out);
+  auto number_after = [&](const std::string& key) -> std::string {
+    const auto at = out.find(key);
+    if (at == std::string::npos) return {};
+    auto p = out.find_first_not_of(" \t", at + key.size());
+    const auto e = out.find_first_of(" \t,\n", p);
+    return p == std::string::npos ? std::string{} : out.substr(p, e - p);
+  };
+  try {
+    r.edge_cut = std::stoll(number_after("Edgecut:"));
+    r.partitioning_s = std::stod(number_after("Partitioning:"));
+    r.io_s = std::stod(number_after("I/O:"));
+  } catch (const std::exception&) {
+    fail(exe + ": cannot read Edgecut / Partitioning time from its output:\n" + out);
+  }
+  return r;
+}
+
+struct FileSize {
+  fs::path relative;
+  std::uintmax_t bytes = 0;
+};
+
+/// Every regular file under `dir` with its size, in a fixed order.
+std::vector<FileSize> list_files(const fs::path& dir) {
+  std::vector<FileSize> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back({fs::relative(e.path(), dir), e.file_size()});
+  std::sort(files.begin(), files.end(),
+            [](const FileSize& a, const FileSize& b) { return a.relative < b.relative; });
+  return files;
+}
+
+/// Seconds to write `files` (same names and sizes) under `dir` as the partitioner's .npy
+/// writer does: write() the bytes to a temporary name, fsync, close, rename; `threads`
+/// writers take whole files in turn.
+double write_files_seconds(const fs::path& dir, const std::vector<FileSize>& files,
+                           unsigned threads) {
+  std::uintmax_t largest = 0;
+  for (const auto& f : files) largest = std::max(largest, f.bytes);
+  std::vector<char> source(static_cast<std::size_t>(largest), 'x');  // touched up front
+  for (const auto& f : files) fs::create_directories((dir / f.relative).parent_path());
+  std::atomic<std::size_t> next{0};
+  distgraph::Stopwatch clock;
+  distgraph::parallel_chunks(
+      0, threads, threads,
+      [&](unsigned, std::int64_t, std::int64_t) {
+        for (std::size_t i = next++; i < files.size(); i = next++) {
+          const fs::path target = dir / files[i].relative;
+          const std::string tmp = target.string() + ".tmp";
+          const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+          if (fd < 0) fail(tmp + ": cannot create: " + std::strerror(errno));
+          std::size_t done = 0;
+          const auto size = static_cast<std::size_t>(files[i].bytes);
+          while (done < size) {
+            const ssize_t w = ::write(fd, source.data() + done, size - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) fail(tmp + ": write failed: " + std::strerror(errno));
+            done += static_cast<std::size_t>(w);
+          }
+          if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), target.c_str()) != 0)
+            fail(tmp + ": fsync/close/rename failed: " + std::strerror(errno));
+        }
+      },
+      1);
+  return clock.seconds();
+}
+
+std::string mib(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f MiB", bytes / (1 << 20));
+  return b;
+}
+
+std::string fixed(double x, int digits = 3) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+/// The partition_graph result as JSON, for the report from the child.
+json result_json(const distgraph::PartitionResult& r, double seconds) {
+  json stages = json::array();  // [name, seconds] pairs, in the order they ran
+  for (const auto& s : r.stages) stages.push_back({s.name, s.seconds});
+  return {{"seconds", seconds},
+          {"metis_edge_cut", r.metis_edge_cut},
+          {"cross_edges", r.cross_edges},
+          {"node_balance", r.node_balance},
+          {"edge_balance", r.edge_balance},
+          {"stage_s", stages}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Reporter rep(argc, argv, "bench_partition");
+  const Args args = parse(argc, argv);
+  const unsigned T = args.threads;
+
+  // Output folder: --keep DIR (kept), else a fresh temporary one (removed at exit).
+  fs::path root;
+  if (!args.keep.empty()) {
+    root = args.keep;
+    fs::create_directories(root);
+  } else {
+    std::string tmpl = (fs::temp_directory_path() / "bench_partition-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) fail(std::string("mkdtemp: ") + std::strerror(errno));
+    root = tmpl;
+  }
+  struct Cleanup {
+    fs::path dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } cleanup{root, !args.keep.empty()};
+
+  // Input: R-MAT, symmetrised, no self loops or duplicates; D-dim float32 features.
+  rep.note("generating R-MAT and features ...");
+  distgraph::Graph g;
+  {
+    const distgraph::Coo coo = distgraph::rmat({.scale = args.scale,
+                                                .edge_factor = args.edge_factor,
+                                                .symmetrize = true,
+                                                .num_threads = T});
+    g = distgraph::build_graph(
+        coo, {.remove_self_loops = true, .remove_duplicates = true, .num_threads = T});
+  }
+  const std::int64_t n = g.num_nodes(), m = g.num_edges();
+  auto feat_buf = distgraph::detail::uninit_buffer<float>(static_cast<std::size_t>(n) *
+                                                          static_cast<std::size_t>(args.feat_dim));
+  distgraph::parallel_chunks(
+      0, static_cast<std::int64_t>(feat_buf.size()), T,
+      [&](unsigned, std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i)  // cheap deterministic values, every page touched
+          feat_buf[static_cast<std::size_t>(i)] =
+              static_cast<float>((static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 40) *
+              0x1.0p-24f;
+      });
+  distgraph::TensorList node_data;
+  if (args.feat_dim > 0)
+    node_data.emplace_back("feat",
+                           distgraph::HostTensor::from(std::move(feat_buf), {n, args.feat_dim}));
+  ::malloc_trim(0);  // return the generator's freed memory, so children inherit only the input
+  const double graph_bytes =
+      2.0 * (8.0 * static_cast<double>(n + 1) + 16.0 * static_cast<double>(m));
+  const double feat_bytes = 4.0 * static_cast<double>(n) * static_cast<double>(args.feat_dim);
+  const double input_bytes = graph_bytes + feat_bytes;
+
+  // gpmetis on the same graph, from a METIS graph file.
+  rep.note("writing the METIS graph file ...");
+  const fs::path metis_file = root / "graph.metis";
+  write_metis_graph(metis_file, g, T);
+  const double metis_file_bytes = static_cast<double>(fs::file_size(metis_file));
+
+  rep.header(
+      {{"graph", "rmat(scale=" + std::to_string(args.scale) +
+                     ", edge_factor=" + std::to_string(args.edge_factor) +
+                     ", symmetrize, seed=1), no self loops or duplicates"},
+       {"n", std::to_string(n)},
+       {"m", std::to_string(m) + " directed (" + std::to_string(m / 2) + " undirected)"},
+       {"parts", std::to_string(args.parts)},
+       {"threads", std::to_string(T)},
+       {"features", std::to_string(n) + " x " + std::to_string(args.feat_dim) + " float32 (" +
+                        mib(feat_bytes) + ")"},
+       {"input_bytes", mib(input_bytes) + " = graph CSR + CSC " + mib(graph_bytes) + " + features"},
+       {"gpmetis", args.gpmetis + " FILE " + std::to_string(args.parts) + " (" +
+                       mib(metis_file_bytes) + " text file)"},
+       {"runs", "best of " + std::to_string(args.runs)},
+       {"output", root.string() + (args.keep.empty() ? " (removed at exit)" : "")}});
+  const json params = {{"scale", args.scale},
+                       {"edge_factor", args.edge_factor},
+                       {"n", n},
+                       {"m", m},
+                       {"parts", args.parts},
+                       {"feat_dim", args.feat_dim},
+                       {"threads", T},
+                       {"runs", args.runs}};
+
+  GpmetisRun gp;
+  gp.wall_s = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < args.runs; ++r) {
+    rep.note("running gpmetis ...");
+    const GpmetisRun run = run_gpmetis(args.gpmetis, metis_file, args.parts, root / "gpmetis.log");
+    if (run.wall_s < gp.wall_s) gp = run;
+  }
+  fs::remove(metis_file);
+  fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
+  fs::remove(root / "gpmetis.log");
+
+  // partition_graph with METIS, in a child holding the input.
+  json metis_run;
+  for (int r = 0; r < args.runs; ++r) {
+    rep.note("partition_graph (METIS) ...");
+    fs::remove_all(root / "metis");
+    json j = run_in_child([&] {
+      distgraph::Stopwatch clock;
+      const auto res = distgraph::partition_graph(
+          g, "rmat", args.parts, root / "metis",
+          {.method = distgraph::PartMethod::metis, .num_threads = T}, node_data);
+      return result_json(res, clock.seconds());
+    });
+    if (metis_run.is_null() || j["seconds"].get<double>() < metis_run["seconds"].get<double>())
+      metis_run = j;
+  }
+  fs::remove_all(root / "metis");
+
+  json tparams = params;
+  tparams["gpmetis_wall_s"] = gp.wall_s;
+  tparams["gpmetis_partitioning_s"] = gp.partitioning_s;
+  tparams["gpmetis_io_s"] = gp.io_s;
+  tparams["gpmetis_max_rss_bytes"] = gp.max_rss_bytes;
+  tparams["stage_s"] = metis_run["stage_s"];
+  tparams["target_ratio"] = 1 / 1.3;
+  rep.add(Figure{.figure = "partition_metis_time",
+                 .value = metis_run["seconds"].get<double>(),
+                 .unit = "s",
+                 .bound = gp.wall_s,
+                 .bound_name = "gpmetis_wall",
+                 .kind = Kind::time,
+                 .params = tparams});
+  json cparams = params;
+  cparams["cross_edges_directed"] = metis_run["cross_edges"];
+  cparams["node_balance"] = metis_run["node_balance"];
+  cparams["edge_balance"] = metis_run["edge_balance"];
+  cparams["target_ratio"] = 0.95;
+  rep.add(Figure{.figure = "partition_edge_cut",
+                 .value = metis_run["metis_edge_cut"].get<double>(),
+                 .unit = "edges",
+                 .bound = static_cast<double>(gp.edge_cut),
+                 .bound_name = "gpmetis_edgecut",
+                 .kind = Kind::time,
+                 .params = cparams});
+  json rparams = params;
+  rparams["input_bytes"] = input_bytes;
+  rparams["graph_bytes"] = graph_bytes;
+  rparams["feature_bytes"] = feat_bytes;
+  rparams["child_start_rss_bytes"] = metis_run["start_rss_bytes"];
+  rparams["peak_reset"] = metis_run["peak_reset"];
+  rparams["target_ratio"] = 1.0;
+  rep.add(Figure{.figure = "partition_peak_rss",
+                 .value = metis_run["peak_rss_bytes"].get<double>(),
+                 .unit = "bytes",
+                 .bound = 3 * input_bytes,
+                 .bound_name = "3x_input_bytes",
+                 .kind = Kind::time,
+                 .params = rparams});
+
+  // partition_graph with random assignment, then the same bytes written as plain files.
+  json random_run;
+  double write_s = std::numeric_limits<double>::infinity();
+  std::vector<FileSize> files;
+  for (int r = 0; r < args.runs; ++r) {
+    rep.note("partition_graph (random) ...");
+    fs::remove_all(root / "random");
+    json j = run_in_child([&] {
+      distgraph::Stopwatch clock;
+      const auto res = distgraph::partition_graph(
+          g, "rmat", args.parts, root / "random",
+          {.method = distgraph::PartMethod::random, .seed = 7, .num_threads = T}, node_data);
+      return result_json(res, clock.seconds());
+    });
+    if (random_run.is_null() || j["seconds"].get<double>() < random_run["seconds"].get<double>())
+      random_run = j;
+    files = list_files(root / "random");
+    fs::remove_all(root / "random");
+    rep.note("writing the same bytes as plain files ...");
+    write_s = std::min(
+        write_s, write_files_seconds(root / "write_bound", files,
+                                     static_cast<unsigned>(std::min<std::int64_t>(T, args.parts))));
+    fs::remove_all(root / "write_bound");
+  }
+  std::uintmax_t out_bytes = 0;
+  for (const auto& f : files) out_bytes += f.bytes;
+  json wparams = params;
+  wparams["output_bytes"] = out_bytes;
+  wparams["output_files"] = files.size();
+  wparams["stage_s"] = random_run["stage_s"];
+  wparams["peak_rss_bytes"] = random_run["peak_rss_bytes"];
+  rep.add(Figure{.figure = "partition_random_time",
+                 .value = random_run["seconds"].get<double>(),
+                 .unit = "s",
+                 .bound = write_s,
+                 .bound_name = "write_same_files",
+                 .kind = Kind::time,
+                 .params = wparams});
+
+  // Readable details of where the time went.
+  auto stages = [](const json& j) {
+    std::string s;
+    for (const auto& st : j["stage_s"])
+      s += (s.empty() ? "" : ", ") + st[0].get<std::string>() + " " +
+           fixed(st[1].get<double>(), 2) + " s";
+    return s;
+  };
+  rep.note("METIS partition_graph: " + stages(metis_run) + "; peak RSS " +
+           mib(metis_run["peak_rss_bytes"].get<double>()) + " (child started at " +
+           mib(metis_run["start_rss_bytes"].get<double>()) + ", input " + mib(input_bytes) +
+           (metis_run["peak_reset"].get<bool>() ? ")" : "; peak reset failed: includes parent)"));
+  rep.note("gpmetis: wall " + fixed(gp.wall_s) + " s (I/O " + fixed(gp.io_s) + " s, partitioning " +
+           fixed(gp.partitioning_s) + " s), edgecut " + std::to_string(gp.edge_cut) + ", max RSS " +
+           mib(static_cast<double>(gp.max_rss_bytes)));
+  rep.note("random partition_graph: " + stages(random_run) + "; " + std::to_string(files.size()) +
+           " files, " + mib(static_cast<double>(out_bytes)) + " written; plain writes took " +
+           fixed(write_s) + " s");
+  return 0;
+}
