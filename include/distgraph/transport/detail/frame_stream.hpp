@@ -1,0 +1,364 @@
+// FrameStream: one TCP connection that reads and writes frames; shared by server and client.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Asio after <utility>: Boost 1.74 under C++20 needs it (see docs/STYLE.md).
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/transport/frame.hpp"
+
+namespace distgraph::detail {
+
+/// A frame as read: its header and decoded message, or the decode error (the stream is
+/// still in sync after a bad payload, since the header delimited it).
+struct InFrame {
+  FrameHeader header;
+  Message message;
+  std::exception_ptr error;
+};
+
+struct StreamLimits {
+  std::uint64_t max_frame_bytes = default_max_frame_bytes;
+  std::chrono::milliseconds read_timeout{30000};  ///< silence allowed in the middle of a frame
+  std::string subject;                            ///< names the peer in errors and logs
+};
+
+/// A TCP connection carrying frames, the base of a server session and a client connection
+/// (CRTP: `Derived` provides the hooks below). Reads run as one chain (never two reads at
+/// once), so the read state needs no lock; everything that touches the socket object or
+/// the write queue holds `mu_`, which makes write() and close() callable from any thread
+/// while several io threads run the context.
+///
+/// Reads go into a 64 KiB buffer that may hold several small frames (one syscall for a
+/// burst); a payload larger than what is buffered gets its own 8-aligned buffer and the
+/// rest is read straight into it. Writes first try a non-blocking sendmsg on the caller's
+/// thread (no thread hop for a reply or request that fits the socket buffer) and hand what
+/// is left to an async gather write, which also sweeps up frames queued meanwhile.
+///
+/// Hooks, called on an io thread: `on_frames(std::vector<InFrame>&)` for each batch in
+/// order (the next read is already started, so batches of one stream may overlap on
+/// different threads); `on_bad_header(std::exception_ptr, std::optional<std::uint64_t>
+/// request_id)` once when a header is invalid (reading has stopped); `on_closed(const
+/// std::string& reason, bool clean)` once after the socket is closed.
+template <class Derived>
+class FrameStream : public std::enable_shared_from_this<Derived> {
+ public:
+  using tcp = boost::asio::ip::tcp;
+
+  FrameStream(tcp::socket socket, StreamLimits limits)
+      : sock_(std::move(socket)),
+        timer_(sock_.get_executor()),
+        limits_(std::move(limits)),
+        rbuf_(new std::byte[read_buffer_bytes]) {
+    boost::system::error_code ec;
+    sock_.set_option(tcp::no_delay(true), ec);
+    // User-level non-blocking mode up front, so later async initiations never modify the
+    // socket's state flags (they only read them) and our own sendmsg never blocks.
+    sock_.non_blocking(true, ec);
+  }
+  FrameStream(const FrameStream&) = delete;
+  FrameStream& operator=(const FrameStream&) = delete;
+
+  /// Starts the read chain. Call once, after the object is owned by a shared_ptr.
+  void start_reading() { read_more(); }
+
+  /// Queues `f` for sending; returns false (and drops it) when the stream is closed or
+  /// closing. Thread-safe; never blocks on the network.
+  bool write(OutFrame f) {
+    std::lock_guard lock(mu_);
+    if (closed_ || close_when_flushed_) return false;
+    if (!writing_ && queue_.empty()) {
+      const std::uint64_t sent = send_now(f);
+      if (sent == f.total_bytes) return true;
+      if (closed_) return false;
+      first_skip_ = sent;
+    }
+    queue_.push_back(std::move(f));
+    if (!writing_) start_write_locked();
+    return true;
+  }
+
+  /// Closes the socket now; pending writes are dropped. Thread-safe, idempotent.
+  void close(const std::string& reason, bool clean = false) {
+    std::lock_guard lock(mu_);
+    close_locked(reason, clean);
+  }
+  /// Closes once everything queued is written; later writes are refused.
+  void close_after_flush(const std::string& reason) {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    if (!writing_ && queue_.empty()) {
+      close_locked(reason, false);
+    } else {
+      close_when_flushed_ = true;
+      flush_reason_ = reason;
+    }
+  }
+  bool is_open() const {
+    std::lock_guard lock(mu_);
+    return !closed_;
+  }
+  const std::string& subject() const noexcept { return limits_.subject; }
+
+ protected:
+  ~FrameStream() = default;
+  const StreamLimits& limits() const noexcept { return limits_; }
+
+ private:
+  static constexpr std::size_t read_buffer_bytes = 64 * 1024;
+  static constexpr std::size_t max_iov = 2 + 2 * max_message_parts;
+
+  Derived& derived() { return static_cast<Derived&>(*this); }
+
+  void read_more() {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    auto self = this->shared_from_this();
+    if (have_header_) {
+      // Everything buffered went into the payload; read the rest straight into it.
+      auto* dst = reinterpret_cast<std::byte*>(payload_.get()) + got_;
+      boost::asio::async_read(sock_, boost::asio::buffer(dst, header_.payload_bytes - got_),
+                              [self](const boost::system::error_code& ec, std::size_t n) {
+                                self->on_read(ec, n, true);
+                              });
+    } else {
+      sock_.async_read_some(boost::asio::buffer(rbuf_.get() + rlen_, read_buffer_bytes - rlen_),
+                            [self](const boost::system::error_code& ec, std::size_t n) {
+                              self->on_read(ec, n, false);
+                            });
+    }
+  }
+
+  void on_read(const boost::system::error_code& ec, std::size_t n, bool into_payload) {
+    if (ec) {
+      const bool eof = ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
+      const bool mid_frame = have_header_ || rlen_ > 0;
+      if (!eof)
+        close(ec.message());
+      else if (mid_frame)
+        close("connection closed in the middle of a frame");
+      else
+        close("connection closed by peer", true);
+      return;
+    }
+    if (into_payload)
+      got_ += n;
+    else
+      rlen_ += n;
+    std::vector<InFrame> frames;
+    std::size_t pos = 0;
+    for (;;) {
+      if (!have_header_) {
+        if (rlen_ - pos < frame_header_bytes) break;
+        std::span<const std::byte, frame_header_bytes> h(rbuf_.get() + pos, frame_header_bytes);
+        try {
+          header_ = decode_header(h, limits_.max_frame_bytes, limits_.subject);
+          // Rounded up to whole words so parts can be viewed as int64/double in place.
+          payload_.reset(new std::uint64_t[(header_.payload_bytes + 7) / 8]);
+        } catch (...) {
+          const auto id = peek_request_id(h);
+          stop_reading();
+          if (!frames.empty()) derived().on_frames(frames);
+          derived().on_bad_header(std::current_exception(), id);
+          return;
+        }
+        pos += frame_header_bytes;
+        have_header_ = true;
+        got_ = 0;
+      }
+      const std::size_t take = static_cast<std::size_t>(
+          std::min<std::uint64_t>(rlen_ - pos, header_.payload_bytes - got_));
+      std::memcpy(reinterpret_cast<std::byte*>(payload_.get()) + got_, rbuf_.get() + pos, take);
+      pos += take;
+      got_ += take;
+      if (got_ < header_.payload_bytes) break;
+      frames.push_back(finish_frame());
+    }
+    if (pos > 0 && pos < rlen_) std::memmove(rbuf_.get(), rbuf_.get() + pos, rlen_ - pos);
+    rlen_ -= pos;
+    update_read_timer(have_header_ || rlen_ > 0);
+    read_more();
+    if (!frames.empty()) derived().on_frames(frames);
+  }
+
+  InFrame finish_frame() {
+    InFrame f;
+    f.header = header_;
+    have_header_ = false;
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(payload_.get()),
+                                     header_.payload_bytes);
+    try {
+      f.message = decode_message(bytes, std::move(payload_), limits_.subject);
+    } catch (...) {
+      f.error = std::current_exception();
+    }
+    payload_.reset();
+    return f;
+  }
+
+  void stop_reading() {
+    std::lock_guard lock(mu_);
+    have_header_ = false;
+    rlen_ = 0;
+    disarm_locked();
+  }
+
+  // Arms the mid-frame read timeout while a frame is incomplete, re-armed on progress.
+  void update_read_timer(bool partial) {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    if (!partial) {
+      disarm_locked();
+      return;
+    }
+    armed_ = true;
+    const std::uint64_t gen = ++timer_gen_;
+    timer_.expires_after(limits_.read_timeout);
+    timer_.async_wait([self = this->shared_from_this(), gen](const boost::system::error_code& ec) {
+      if (ec) return;
+      std::lock_guard lk(self->mu_);
+      if (gen != self->timer_gen_) return;
+      self->close_locked("silent for " + std::to_string(self->limits_.read_timeout.count()) +
+                             " ms in the middle of a frame",
+                         false);
+    });
+  }
+  void disarm_locked() {
+    if (!armed_) return;
+    armed_ = false;
+    ++timer_gen_;
+    timer_.cancel();
+  }
+
+  // Writes as much of `f` as the socket takes without blocking; returns the bytes sent.
+  // Closes the stream on a hard error. Called with mu_ held.
+  std::uint64_t send_now(const OutFrame& f) {
+    std::array<iovec, max_iov> iov;
+    std::size_t n = 0;
+    for (auto s : f.pieces) {
+      if (n == iov.size()) return 0;  // more pieces than expected: let Asio split it
+      iov[n++] = {const_cast<std::byte*>(s.data()), s.size()};
+    }
+    std::uint64_t sent = 0;
+    std::size_t first = 0;
+    while (first < n) {
+      msghdr msg{};
+      msg.msg_iov = iov.data() + first;
+      msg.msg_iovlen = n - first;
+      const ssize_t r = ::sendmsg(sock_.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        close_locked(std::string("send failed: ") + std::strerror(errno), false);
+        return sent;
+      }
+      sent += static_cast<std::uint64_t>(r);
+      auto left = static_cast<std::size_t>(r);
+      while (first < n && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+      if (first < n) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+      }
+    }
+    return sent;
+  }
+
+  void start_write_locked() {
+    writing_ = true;
+    inflight_.clear();
+    std::swap(inflight_, queue_);
+    std::vector<boost::asio::const_buffer> bufs;
+    std::uint64_t skip = first_skip_;
+    first_skip_ = 0;
+    for (const auto& f : inflight_)
+      for (auto s : f.pieces) {
+        if (skip >= s.size()) {
+          skip -= s.size();
+          continue;
+        }
+        bufs.emplace_back(s.data() + skip, s.size() - skip);
+        skip = 0;
+      }
+    boost::asio::async_write(
+        sock_, bufs,
+        [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+          self->on_written(ec);
+        });
+  }
+
+  void on_written(const boost::system::error_code& ec) {
+    std::vector<OutFrame> done;
+    std::lock_guard lock(mu_);
+    done.swap(inflight_);  // released after the lock (declared first, destroyed last)
+    if (ec) {
+      close_locked("send failed: " + ec.message(), false);
+      return;
+    }
+    if (!queue_.empty()) {
+      start_write_locked();
+      return;
+    }
+    writing_ = false;
+    if (close_when_flushed_) close_locked(flush_reason_, false);
+  }
+
+  void close_locked(const std::string& reason, bool clean) {
+    if (closed_) return;
+    closed_ = true;
+    close_reason_ = reason;
+    armed_ = true;
+    disarm_locked();
+    boost::system::error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_both, ec);
+    sock_.close(ec);
+    queue_.clear();
+    // The hook runs outside the lock, on an io thread.
+    boost::asio::post(sock_.get_executor(), [self = this->shared_from_this(), clean] {
+      self->derived().on_closed(self->close_reason_, clean);
+    });
+  }
+
+  tcp::socket sock_;
+  boost::asio::steady_timer timer_;
+  StreamLimits limits_;
+  mutable std::mutex mu_;
+  // Write state (mu_).
+  std::vector<OutFrame> queue_, inflight_;
+  std::uint64_t first_skip_ = 0;  // bytes of queue_.front() already sent by send_now
+  bool writing_ = false, closed_ = false, close_when_flushed_ = false, armed_ = false;
+  std::uint64_t timer_gen_ = 0;
+  std::string flush_reason_, close_reason_;
+  // Read state (the read chain only).
+  std::unique_ptr<std::byte[]> rbuf_;
+  std::size_t rlen_ = 0;
+  bool have_header_ = false;
+  FrameHeader header_;
+  std::shared_ptr<std::uint64_t[]> payload_;
+  std::uint64_t got_ = 0;
+};
+
+}  // namespace distgraph::detail

@@ -1,0 +1,115 @@
+// The hello exchange: nonces, HMAC proofs and the hello heads both sides send (docs/WIRE.md).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/transport/detail/sha256.hpp"
+#include "distgraph/transport/frame.hpp"
+
+namespace distgraph::detail {
+
+using Nonce = std::array<std::byte, 32>;
+
+/// 32 bytes from std::random_device (the OS entropy source on Linux).
+inline Nonce random_nonce() {
+  std::random_device rd;
+  Nonce n;
+  for (std::size_t i = 0; i < n.size(); i += 4) {
+    const std::uint32_t v = rd();
+    for (std::size_t j = 0; j < 4; ++j) n[i + j] = static_cast<std::byte>(v >> (8 * j));
+  }
+  return n;
+}
+
+inline std::span<const std::byte> secret_bytes(std::string_view secret) noexcept {
+  return std::as_bytes(std::span(secret.data(), secret.size()));
+}
+
+/// The client's proof: HMAC-SHA256(secret, server_nonce || client_nonce).
+inline Digest client_proof(std::string_view secret, const Nonce& server_nonce,
+                           const Nonce& client_nonce) noexcept {
+  return hmac_sha256(secret_bytes(secret), {server_nonce, client_nonce});
+}
+/// The server's proof (order swapped so one cannot be replayed as the other).
+inline Digest server_proof(std::string_view secret, const Nonce& server_nonce,
+                           const Nonce& client_nonce) noexcept {
+  return hmac_sha256(secret_bytes(secret), {client_nonce, server_nonce});
+}
+
+inline constexpr std::uint16_t hello_flag_secret = 1;  // server: required; client: proof sent
+inline constexpr std::size_t server_hello_bytes = 40;
+inline constexpr std::size_t client_hello_bytes = 72;
+
+/// Server hello head: u16 version | u16 flags | u32 reserved | nonce[32].
+inline std::vector<std::byte> encode_server_hello(bool secret_required, const Nonce& nonce) {
+  std::vector<std::byte> h(server_hello_bytes);
+  store_le(h.data(), protocol_version, 2);
+  store_le(h.data() + 2, secret_required ? hello_flag_secret : 0, 2);
+  std::memcpy(h.data() + 8, nonce.data(), nonce.size());
+  return h;
+}
+
+struct ServerHello {
+  bool secret_required = false;
+  Nonce nonce{};
+};
+
+/// Parses a server hello head; throws ProtocolError naming `subject`.
+inline ServerHello decode_server_hello(std::span<const std::byte> head,
+                                       const std::string& subject) {
+  if (head.size() != server_hello_bytes)
+    throw ProtocolError(subject + ": server hello of " + std::to_string(head.size()) +
+                        " bytes; expected " + std::to_string(server_hello_bytes));
+  const auto version = load_le(head.data(), 2);
+  if (version != protocol_version)
+    throw ProtocolError(subject + ": server speaks protocol version " + std::to_string(version) +
+                        "; this build speaks version " + std::to_string(protocol_version));
+  ServerHello s;
+  s.secret_required = (load_le(head.data() + 2, 2) & hello_flag_secret) != 0;
+  std::memcpy(s.nonce.data(), head.data() + 8, s.nonce.size());
+  return s;
+}
+
+/// Client hello head: u16 version | u16 flags | u32 reserved | nonce[32] | proof[32]
+/// (zeros when the client has no secret).
+inline std::vector<std::byte> encode_client_hello(const Nonce& nonce, const Digest* proof) {
+  std::vector<std::byte> h(client_hello_bytes);
+  store_le(h.data(), protocol_version, 2);
+  store_le(h.data() + 2, proof ? hello_flag_secret : 0, 2);
+  std::memcpy(h.data() + 8, nonce.data(), nonce.size());
+  if (proof) std::memcpy(h.data() + 40, proof->data(), proof->size());
+  return h;
+}
+
+struct ClientHello {
+  std::uint16_t version = 0;
+  bool has_proof = false;
+  Nonce nonce{};
+  Digest proof{};
+};
+
+/// Parses a client hello head; throws ProtocolError naming `subject` when malformed (the
+/// version is returned, not checked, so the server can say which one it got).
+inline ClientHello decode_client_hello(std::span<const std::byte> head,
+                                       const std::string& subject) {
+  if (head.size() != client_hello_bytes)
+    throw ProtocolError(subject + ": client hello of " + std::to_string(head.size()) +
+                        " bytes; expected " + std::to_string(client_hello_bytes));
+  ClientHello c;
+  c.version = static_cast<std::uint16_t>(load_le(head.data(), 2));
+  c.has_proof = (load_le(head.data() + 2, 2) & hello_flag_secret) != 0;
+  std::memcpy(c.nonce.data(), head.data() + 8, c.nonce.size());
+  std::memcpy(c.proof.data(), head.data() + 40, c.proof.size());
+  return c;
+}
+
+}  // namespace distgraph::detail

@@ -1,0 +1,534 @@
+// AsioServer and AsioTransport on 127.0.0.1 (and ::1): pipelining, limits, failures, auth.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "distgraph/transport/any_transport.hpp"
+#include "distgraph/transport/asio_server.hpp"
+#include "distgraph/transport/asio_transport.hpp"
+#include "distgraph/transport/detail/handshake.hpp"
+#include "support/free_port.hpp"
+
+using namespace distgraph;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::byte> bytes_of(std::string_view s) {
+  std::vector<std::byte> b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+Message text(std::string_view s) { return Message::owning(bytes_of(s)); }
+
+/// Replies with the request's own head and parts (views into the request payload).
+Reply echo(const Request& r) { return Reply{Status::ok, r.body}; }
+
+/// Collects server log lines and waits (bounded) for one containing a phrase.
+struct LogSink {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> lines;
+  std::function<void(std::string_view)> fn() {
+    return [this](std::string_view l) {
+      std::lock_guard lock(mu);
+      lines.emplace_back(l);
+      cv.notify_all();
+    };
+  }
+  bool wait_for(const std::string& phrase, std::chrono::milliseconds timeout = 5s) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, timeout, [&] {
+      for (auto& l : lines)
+        if (l.find(phrase) != std::string::npos) return true;
+      return false;
+    });
+  }
+};
+
+AsioTransportOptions client_options() {
+  AsioTransportOptions o;
+  o.connect_timeout = 5s;
+  o.call_timeout = 10s;
+  return o;
+}
+
+Deadline soon() { return deadline_in(10s); }
+
+/// A blocking POSIX client that speaks frames by hand, every read bounded by SO_RCVTIMEO.
+class RawClient {
+ public:
+  explicit RawClient(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      throw std::runtime_error("RawClient: connect failed");
+  }
+  ~RawClient() { ::close(fd_); }
+
+  void send_bytes(std::span<const std::byte> b) {
+    std::size_t off = 0;
+    while (off < b.size()) {
+      const ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) throw std::runtime_error("RawClient: send failed");
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  void send_frame(const FrameHeader& h, Message m) {
+    send_bytes(flatten(encode_frame(h, std::move(m))));
+  }
+
+  struct Frame {
+    FrameHeader header;
+    std::vector<std::byte> payload;
+    std::string head_text() const {
+      const Message m = decode_message(payload, nullptr);
+      return std::string(reinterpret_cast<const char*>(m.head.data()), m.head.size());
+    }
+  };
+  /// The next frame, or nullopt when the server closed the connection.
+  std::optional<Frame> read_frame() {
+    std::array<std::byte, frame_header_bytes> h;
+    if (!read_exact(h.data(), h.size())) return std::nullopt;
+    Frame f;
+    f.header = decode_header(h, std::uint64_t{1} << 30);
+    f.payload.resize(f.header.payload_bytes);
+    if (!read_exact(f.payload.data(), f.payload.size())) throw std::runtime_error("truncated");
+    return f;
+  }
+  /// Reads the server hello and answers it without a secret; returns the hello reply.
+  Frame handshake() {
+    auto hello = read_frame();
+    REQUIRE(hello);
+    REQUIRE(hello->header.type == MsgType::hello);
+    send_frame({.type = MsgType::hello},
+               Message::owning(detail::encode_client_hello(detail::random_nonce(), nullptr)));
+    auto reply = read_frame();
+    REQUIRE(reply);
+    return *reply;
+  }
+
+ private:
+  bool read_exact(std::byte* p, std::size_t n) {
+    std::size_t off = 0;
+    while (off < n) {
+      const ssize_t r = ::recv(fd_, p + off, n - off, 0);
+      if (r == 0 || (r < 0 && errno == ECONNRESET)) return false;
+      if (r < 0) throw std::runtime_error("RawClient: recv timed out or failed");
+      off += static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+  int fd_ = -1;
+};
+
+/// A server on 127.0.0.1:0 with `handler`, started.
+std::unique_ptr<AsioServer> start_server(Handler handler, AsioServerOptions o = {}) {
+  auto s = std::make_unique<AsioServer>(std::move(handler), std::move(o));
+  s->start();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("asio transport round-trips head and parts through a real server", "[transport][net]") {
+  auto server = start_server(echo);
+  REQUIRE(server->port() != 0);
+  AsioTransport t({server->endpoint()}, client_options());
+  CHECK(t.num_servers() == 1);
+  CHECK(t.connected(0));
+  std::vector<std::int64_t> ids(1001);
+  std::iota(ids.begin(), ids.end(), 0);
+  const std::string odd = "xyz";
+  Message m = text("hello");
+  m.parts = {std::as_bytes(std::span(odd)), as_bytes_part(std::span<const std::int64_t>(ids))};
+  const Reply r = expect_ok(t.call(0, MsgType::pull, std::move(m), soon()), "echo");
+  CHECK(r.text() == "hello");
+  REQUIRE(r.body.parts.size() == 2);
+  CHECK(reinterpret_cast<std::uintptr_t>(r.body.parts[1].data()) % 8 == 0);
+  const auto* back = reinterpret_cast<const std::int64_t*>(r.body.parts[1].data());
+  CHECK(std::equal(ids.begin(), ids.end(), back));
+  CHECK(std::string(reinterpret_cast<const char*>(r.body.parts[0].data()), 3) == "xyz");
+  CHECK(t.call(0, MsgType::ping, {}).status == Status::ok);
+}
+
+TEST_CASE("many threads pipeline requests and every reply finds its caller", "[transport][net]") {
+  auto server = start_server(echo, {.num_threads = 4});
+  AsioTransport t({server->endpoint()}, client_options());
+  constexpr int threads = 4, per_thread = 250;
+  std::vector<std::future<int>> workers;
+  for (int w = 0; w < threads; ++w)
+    workers.push_back(std::async(std::launch::async, [&t, w] {
+      std::vector<std::pair<std::string, PendingCall>> calls;
+      for (int i = 0; i < per_thread; ++i) {
+        std::string tag = std::to_string(w);  // built up, not "w" + ...: GCC 12 -Wrestrict noise
+        tag += '/';
+        tag += std::to_string(i);
+        auto c = t.send(0, MsgType::pull, text(tag));
+        calls.emplace_back(std::move(tag), std::move(c));
+      }
+      int matched = 0;
+      for (auto& [tag, c] : calls) matched += c.get(soon()).text() == tag ? 1 : 0;
+      return matched;
+    }));
+  int matched = 0;
+  for (auto& w : workers) {
+    REQUIRE(w.wait_for(30s) == std::future_status::ready);
+    matched += w.get();
+  }
+  CHECK(matched == threads * per_thread);
+}
+
+TEST_CASE("replies complete out of order when the server finishes a later request first",
+          "[transport][net]") {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto server = start_server(
+      [released](const Request& r) {
+        if (Reply{Status::ok, r.body}.text() == "slow" &&
+            released.wait_for(10s) != std::future_status::ready)
+          return Reply::error(Status::internal_error, "never released");
+        return echo(r);
+      },
+      {.num_threads = 2});
+  AsioTransport t({server->endpoint()}, client_options());
+  auto slow = t.send(0, MsgType::pull, text("slow"));
+  auto fast = t.send(0, MsgType::pull, text("fast"));
+  CHECK(fast.get(soon()).text() == "fast");
+  CHECK_FALSE(slow.ready());
+  release.set_value();
+  CHECK(slow.get(soon()).text() == "slow");
+}
+
+TEST_CASE("a 64 MiB message in four parts survives the round trip", "[transport][net][slow]") {
+  auto server = start_server(echo);
+  AsioTransport t({server->endpoint()}, client_options());
+  constexpr std::size_t words = (16u << 20) / 8;
+  std::vector<std::vector<std::uint64_t>> parts(4, std::vector<std::uint64_t>(words));
+  Message m = text("big");
+  for (std::size_t p = 0; p < 4; ++p) {
+    std::iota(parts[p].begin(), parts[p].end(), p * words);
+    m.parts.push_back(as_bytes_part(std::span<const std::uint64_t>(parts[p])));
+  }
+  const Reply r = expect_ok(t.call(0, MsgType::push, std::move(m), deadline_in(60s)), "big echo");
+  REQUIRE(r.body.parts.size() == 4);
+  bool same = true;
+  for (std::size_t p = 0; p < 4; ++p) {
+    REQUIRE(r.body.parts[p].size() == words * 8);
+    same = same && std::memcmp(r.body.parts[p].data(), parts[p].data(), words * 8) == 0;
+  }
+  CHECK(same);
+}
+
+TEST_CASE("an oversized frame gets frame_too_large and a close while others keep being served",
+          "[transport][net]") {
+  LogSink log;
+  auto server = start_server(echo, {.max_frame_bytes = 1 << 20, .log = log.fn()});
+  AsioTransport good({server->endpoint()}, client_options());
+  CHECK(good.call(0, MsgType::ping, {}, soon()).status == Status::ok);
+
+  RawClient raw(server->port());
+  REQUIRE(raw.read_frame()->header.type == MsgType::hello);
+  std::array<std::byte, frame_header_bytes> h;
+  encode_header({.type = MsgType::push, .request_id = 77, .payload_bytes = std::uint64_t{1} << 40},
+                h);
+  raw.send_bytes(h);
+  const auto reply = raw.read_frame();
+  REQUIRE(reply);
+  CHECK(reply->header.status == Status::frame_too_large);
+  CHECK(reply->header.request_id == 77);
+  CHECK_THAT(reply->head_text(), Catch::Contains("limit is 1048576"));
+  CHECK_FALSE(raw.read_frame());  // closed
+  CHECK(log.wait_for("closing the connection"));
+
+  CHECK(good.call(0, MsgType::ping, {}, soon()).status == Status::ok);
+  CHECK(good.call(0, MsgType::pull, text("still here"), soon()).text() == "still here");
+}
+
+TEST_CASE("bad magic gets bad_request and a close; lying lengths get bad_request only",
+          "[transport][net]") {
+  LogSink log;
+  auto server = start_server(echo, {.log = log.fn()});
+  SECTION("bad magic") {
+    RawClient raw(server->port());
+    raw.read_frame();
+    raw.send_bytes(bytes_of("GET / HTTP/1.1\r\nHost: x\r\n\r\n......"));
+    const auto reply = raw.read_frame();
+    REQUIRE(reply);
+    CHECK(reply->header.status == Status::bad_request);
+    CHECK(reply->header.request_id == 0);
+    CHECK_FALSE(raw.read_frame());
+  }
+  SECTION("a part length that overruns the payload") {
+    RawClient raw(server->port());
+    REQUIRE(raw.handshake().header.status == Status::ok);
+    // head_len 0, one part of 100 bytes, but only 8 bytes follow.
+    std::vector<std::byte> payload(24, std::byte{0});
+    payload[4] = std::byte{1};
+    payload[8] = std::byte{100};
+    std::array<std::byte, frame_header_bytes> h;
+    encode_header({.type = MsgType::pull, .request_id = 12, .payload_bytes = payload.size()}, h);
+    raw.send_bytes(h);
+    raw.send_bytes(payload);
+    const auto reply = raw.read_frame();
+    REQUIRE(reply);
+    CHECK(reply->header.status == Status::bad_request);
+    CHECK(reply->header.request_id == 12);
+    CHECK_THAT(reply->head_text(), Catch::Contains("overruns"));
+    // The stream is still in sync: a valid request on the same connection is answered.
+    raw.send_frame({.type = MsgType::pull, .request_id = 13}, text("ok?"));
+    const auto next = raw.read_frame();
+    REQUIRE(next);
+    CHECK(next->header.request_id == 13);
+    CHECK(next->head_text() == "ok?");
+  }
+  SECTION("a request before the hello is refused") {
+    RawClient raw(server->port());
+    raw.read_frame();
+    raw.send_frame({.type = MsgType::pull, .request_id = 3}, text("sneaky"));
+    const auto reply = raw.read_frame();
+    REQUIRE(reply);
+    CHECK(reply->header.status == Status::bad_request);
+    CHECK_FALSE(raw.read_frame());
+    CHECK(log.wait_for("expected a hello frame first"));
+  }
+}
+
+TEST_CASE("a client that disconnects or goes silent mid-frame is dropped", "[transport][net]") {
+  LogSink log;
+  auto server = start_server(echo, {.read_timeout = 200ms, .log = log.fn()});
+  AsioTransport good({server->endpoint()}, client_options());
+  std::array<std::byte, frame_header_bytes> h;
+  encode_header({.type = MsgType::push, .request_id = 1, .payload_bytes = 1000}, h);
+  const std::vector<std::byte> some(100, std::byte{0});
+  SECTION("disconnect") {
+    {
+      RawClient raw(server->port());
+      raw.handshake();
+      raw.send_bytes(h);
+      raw.send_bytes(some);
+    }
+    CHECK(log.wait_for("connection closed in the middle of a frame"));
+  }
+  SECTION("silence") {
+    RawClient raw(server->port());
+    raw.handshake();
+    raw.send_bytes(h);
+    raw.send_bytes(some);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_FALSE(raw.read_frame());  // the server closes after read_timeout
+    CHECK(std::chrono::steady_clock::now() - start < 4s);
+    CHECK(log.wait_for("silent for 200 ms"));
+  }
+  CHECK(good.call(0, MsgType::pull, text("fine"), soon()).text() == "fine");
+}
+
+TEST_CASE("unknown types reach the handler and a throwing handler gets internal_error",
+          "[transport][net]") {
+  auto server = start_server([](const Request& r) {
+    if (r.type == MsgType::ping) throw std::runtime_error("handler bug");
+    if (r.type != MsgType::pull)
+      return Reply::error(Status::unknown_message, msg_type_name(r.type));
+    return echo(r);
+  });
+  AsioTransport t({server->endpoint()}, client_options());
+  const Reply u = t.call(0, static_cast<MsgType>(777), {}, soon());
+  CHECK(u.status == Status::unknown_message);
+  CHECK(u.text() == "unknown(777)");
+  const Reply e = t.call(0, MsgType::ping, {}, soon());
+  CHECK(e.status == Status::internal_error);
+  CHECK_THAT(e.text(), Catch::Contains("handler bug"));
+  CHECK_THROWS_AS(expect_ok(e, "ping"), RemoteError);
+  CHECK(t.call(0, MsgType::pull, text("alive"), soon()).text() == "alive");
+}
+
+TEST_CASE("a server that never replies gives TimeoutError at the deadline", "[transport][net]") {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto server = start_server(
+      [released](const Request& r) {
+        if (r.type == MsgType::barrier) released.wait_for(10s);
+        return echo(r);
+      },
+      {.num_threads = 2});
+  AsioTransport t({server->endpoint()}, client_options());
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(t.call(0, MsgType::barrier, text("late"), deadline_in(300ms)), TimeoutError);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 2s);
+  release.set_value();
+  // The late reply is discarded; the connection keeps working.
+  CHECK(t.call(0, MsgType::pull, text("next"), soon()).text() == "next");
+}
+
+TEST_CASE("stopping the server fails pending calls with PeerLost quickly", "[transport][net]") {
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  auto server = start_server(
+      [&entered, released](const Request& r) {
+        if (r.type == MsgType::barrier) {
+          entered.set_value();
+          released.wait_for(10s);
+        }
+        return echo(r);
+      },
+      {.num_threads = 2});
+  AsioTransport t({server->endpoint()}, client_options());
+  auto pending = t.send(0, MsgType::barrier, {});
+  REQUIRE(entered.get_future().wait_for(10s) == std::future_status::ready);
+  auto stopper = std::async(std::launch::async, [&] { server->stop(); });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    pending.get(soon());
+    FAIL("no PeerLost");
+  } catch (const PeerLost& e) {
+    CHECK_THAT(e.what(), Catch::Contains("server 0 (127.0.0.1:"));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  release.set_value();
+  REQUIRE(stopper.wait_for(10s) == std::future_status::ready);
+  // Later sends fail fast.
+  CHECK_THROWS_AS(t.call(0, MsgType::ping, {}, soon()), PeerLost);
+  CHECK_FALSE(t.connected(0));
+}
+
+TEST_CASE("oversized frames are refused on the client side too", "[transport][net]") {
+  static const std::vector<std::byte> big(8192);
+  auto server = start_server([](const Request& r) {
+    if (r.type != MsgType::push) return echo(r);
+    Reply rep;
+    rep.body.parts = {big};
+    return rep;
+  });
+  auto opt = client_options();
+  opt.max_frame_bytes = 4096;
+  AsioTransport t({server->endpoint()}, opt);
+  Message m;
+  m.parts = {big};
+  CHECK_THROWS_AS(t.call(0, MsgType::pull, std::move(m), soon()), FrameTooLarge);
+  CHECK(t.connected(0));  // nothing was sent
+  CHECK(t.call(0, MsgType::pull, text("small"), soon()).text() == "small");
+  // A reply above the client's limit cannot be skipped: the call fails, the connection closes.
+  CHECK_THROWS_AS(t.call(0, MsgType::push, {}, soon()), FrameTooLarge);
+  CHECK_THROWS_AS(t.call(0, MsgType::pull, text("after"), soon()), PeerLost);
+}
+
+TEST_CASE("the shared secret admits the right clients and refuses the others", "[transport][net]") {
+  LogSink log;
+  auto server = start_server(echo, {.secret = "open sesame", .log = log.fn()});
+  auto opt = client_options();
+  SECTION("right secret") {
+    opt.secret = "open sesame";
+    AsioTransport t({server->endpoint()}, opt);
+    CHECK(t.call(0, MsgType::pull, text("in"), soon()).text() == "in");
+  }
+  SECTION("no secret") {
+    CHECK_THROWS_AS(AsioTransport({server->endpoint()}, opt), AuthError);
+    CHECK(log.wait_for("no shared-secret proof"));
+  }
+  SECTION("wrong secret") {
+    opt.secret = "open sesame!";
+    CHECK_THROWS_AS(AsioTransport({server->endpoint()}, opt), AuthError);
+    CHECK(log.wait_for("wrong shared-secret proof"));
+  }
+  SECTION("a client with a secret refuses a server that cannot prove it") {
+    auto open = start_server(echo);
+    opt.secret = "open sesame";
+    CHECK_THROWS_AS(AsioTransport({open->endpoint()}, opt), AuthError);
+  }
+}
+
+TEST_CASE("the transport listens and connects over IPv6 loopback", "[transport][net]") {
+  AsioServer server(echo, {.address = "::1"});
+  try {
+    server.start();
+  } catch (const IoError& e) {
+    WARN("SKIPPED: cannot listen on ::1: " << e.what());
+    return;
+  }
+  AsioTransport t({server.endpoint()}, client_options());
+  CHECK(t.endpoint(0).to_string() == "[::1]:" + std::to_string(server.port()));
+  CHECK(t.call(0, MsgType::pull, text("v6"), soon()).text() == "v6");
+}
+
+TEST_CASE("a client started before its server connects once the server listens",
+          "[transport][net]") {
+  test::ReservedPort reserved;
+  const std::uint16_t port = reserved.port();
+  auto client = std::async(std::launch::async, [port] {
+    return AsioTransport({{"127.0.0.1", port}}, client_options());
+  });
+  // Nothing listens yet, so the client is still retrying.
+  REQUIRE(client.wait_for(100ms) == std::future_status::timeout);
+  reserved.release();
+  auto server = start_server(echo, {.port = port});
+  REQUIRE(client.wait_for(10s) == std::future_status::ready);
+  AsioTransport t = client.get();
+  CHECK(t.call(0, MsgType::pull, text("late start"), soon()).text() == "late start");
+}
+
+TEST_CASE("connecting gives up with TimeoutError after connect_timeout", "[transport][net]") {
+  test::ReservedPort reserved;
+  auto opt = client_options();
+  opt.connect_timeout = 300ms;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(AsioTransport({{"127.0.0.1", reserved.port()}}, opt), TimeoutError);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+}
+
+TEST_CASE("request_stop from a handler answers the request, then run_until_stopped returns",
+          "[transport][net]") {
+  AsioServer* self = nullptr;
+  AsioServer server(
+      [&self](const Request& r) {
+        if (r.type == MsgType::shutdown) self->request_stop();
+        return echo(r);
+      },
+      {});
+  self = &server;
+  server.start();
+  auto runner = std::async(std::launch::async, [&] { server.run_until_stopped(); });
+  AsioTransport t({server.endpoint()}, client_options());
+  CHECK(t.call(0, MsgType::shutdown, text("bye"), soon()).text() == "bye");
+  REQUIRE(runner.wait_for(10s) == std::future_status::ready);
+  runner.get();
+  CHECK_THROWS_AS(t.call(0, MsgType::ping, {}, soon()), PeerLost);
+}
+
+TEST_CASE("AnyTransport runs the same calls in process and over TCP", "[transport][net]") {
+  auto check = [](AnyTransport& t) {
+    CHECK(t.num_servers() == 1);
+    CHECK(t.call(0, MsgType::pull, text("any"), soon()).text() == "any");
+    CHECK(t.send(0, MsgType::pull, text("way")).get(soon()).text() == "way");
+  };
+  AnyTransport local(InProcessTransport({echo}));
+  CHECK_FALSE(local.is_remote());
+  check(local);
+  auto server = start_server(echo);
+  AnyTransport remote(AsioTransport({server->endpoint()}, client_options()));
+  CHECK(remote.is_remote());
+  check(remote);
+}
