@@ -6,7 +6,8 @@ root=${1:?include dir}
 rank() {
   case "$1" in
     core) echo 0 ;; graph|io|transport) echo 1 ;; partition|storage) echo 2 ;;
-    sampling) echo 3 ;; server) echo 4 ;; dist) echo 5 ;; train|gpu) echo 6 ;; *) echo -1 ;;
+    sampling) echo 3 ;; server) echo 4 ;; dist) echo 5 ;; runtime) echo 6 ;; train|gpu) echo 7 ;;
+    *) echo -1 ;;
   esac
 }
 bad=0

@@ -131,5 +131,6 @@ using Command = int (*)(std::vector<std::string> args);
 
 int run_info(std::vector<std::string> args);
 int run_partition(std::vector<std::string> args);
+int run_serve(std::vector<std::string> args);
 
 }  // namespace distgraph::cli

@@ -21,6 +21,8 @@ const Subcommand subcommands[] = {
      "load the built-in SBM graph or a dataset folder and print its statistics"},
     {"partition", distgraph::cli::run_partition,
      "split a graph into partitions (METIS or random) and write the partition folder"},
+    {"serve", distgraph::cli::run_serve,
+     "run one server of a cluster machine (started by the launcher)"},
 };
 
 void print_usage() {

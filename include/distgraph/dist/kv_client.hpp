@@ -162,14 +162,11 @@ class KVClient {
                                                   std::to_string(global_ids.size() * row_bytes));
     const Groups g = group(kind, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
-    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (is_colocated(g.parts[k])) continue;
-      ids[k] = g.ids_of(k, global_ids);
-      RowsRequest q{name, kind, static_cast<std::int64_t>(ids[k].size())};
-      Message m = Message::owning(q.encode());
-      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
-      calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull, std::move(m));
+      RowsRequest q{name, kind, static_cast<std::int64_t>(g.count(k))};
+      calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull,
+                                  rows_message(q.encode(), g.ids_of(k, global_ids)));
     }
     // Co-located rows are read while the remote requests are in flight.
     std::vector<std::byte> local_rows;
@@ -207,27 +204,23 @@ class KVClient {
                                                   std::to_string(global_ids.size() * row_bytes));
     const Groups g = group(kind, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
-    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
-    std::vector<std::vector<std::byte>> data(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
-      ids[k] = g.ids_of(k, global_ids);
-      data[k] = g.gather(k, rows, row_bytes);
       if (is_colocated(g.parts[k])) continue;
-      RowsRequest q{name, kind, static_cast<std::int64_t>(ids[k].size())};
-      Message m = Message::owning(q.encode());
-      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
-      m.parts.push_back(std::span<const std::byte>(data[k]));
-      calls[k] = transport_->send(server_for(g.parts[k]), add ? MsgType::push_add : MsgType::push,
-                                  std::move(m));
+      RowsRequest q{name, kind, static_cast<std::int64_t>(g.count(k))};
+      calls[k] = transport_->send(
+          server_for(g.parts[k]), add ? MsgType::push_add : MsgType::push,
+          rows_message(q.encode(), g.ids_of(k, global_ids), g.gather(k, rows, row_bytes), true));
     }
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (!is_colocated(g.parts[k])) continue;
-      std::vector<std::int64_t> local(ids[k].size());
-      to_local(kind, ids[k], local);
+      const auto gids = g.ids_of(k, global_ids);
+      std::vector<std::int64_t> local(gids.size());
+      to_local(kind, gids, local);
+      const auto data = g.gather(k, rows, row_bytes);
       if (add)
-        colocated_->add_rows(name, local, data[k]);
+        colocated_->add_rows(name, local, data);
       else
-        colocated_->write_rows(name, local, data[k]);
+        colocated_->write_rows(name, local, data);
     }
     const auto d = deadline();
     for (std::size_t k = 0; k < g.parts.size(); ++k)
@@ -247,16 +240,11 @@ class KVClient {
       throw ShapeError("sparse step '" + name + "'", "gradient size disagrees with the row count");
     const Groups g = group(kind, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
-    std::vector<std::vector<std::int64_t>> ids(g.parts.size());
-    std::vector<std::vector<std::byte>> data(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
-      ids[k] = g.ids_of(k, global_ids);
-      data[k] = g.gather(k, bytes, row_bytes);
-      SparseStepRequest q{name, kind, static_cast<std::int64_t>(ids[k].size()), params};
-      Message m = Message::owning(q.encode());
-      m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(ids[k])));
-      m.parts.push_back(std::span<const std::byte>(data[k]));
-      calls[k] = transport_->send(server_for(g.parts[k], true), MsgType::sparse_step, std::move(m));
+      SparseStepRequest q{name, kind, static_cast<std::int64_t>(g.count(k)), params};
+      calls[k] = transport_->send(
+          server_for(g.parts[k], true), MsgType::sparse_step,
+          rows_message(q.encode(), g.ids_of(k, global_ids), g.gather(k, bytes, row_bytes), true));
     }
     const auto d = deadline();
     for (std::size_t k = 0; k < g.parts.size(); ++k)
@@ -280,6 +268,24 @@ class KVClient {
   }
 
  private:
+  /// A request whose head, IDs and rows the message itself keeps alive: a call that
+  /// times out may still be queued for writing after the caller has moved on.
+  static Message rows_message(std::vector<std::byte> head, std::vector<std::int64_t> ids,
+                              std::vector<std::byte> rows = {}, bool with_rows = false) {
+    struct Owned {
+      std::vector<std::byte> head;
+      std::vector<std::int64_t> ids;
+      std::vector<std::byte> rows;
+    };
+    auto o = std::make_shared<Owned>(Owned{std::move(head), std::move(ids), std::move(rows)});
+    Message m;
+    m.head = std::span<const std::byte>(o->head);
+    m.parts.push_back(std::as_bytes(std::span<const std::int64_t>(o->ids)));
+    if (with_rows) m.parts.push_back(std::span<const std::byte>(o->rows));
+    m.keep_alive = std::move(o);
+    return m;
+  }
+
   /// IDs grouped by owning partition: `parts` lists the partitions present, `order` the
   /// request positions sorted by partition, `offsets` where each partition's run starts.
   struct Groups {

@@ -1,0 +1,163 @@
+// ServerProcess: one server of a cluster machine (main or backup), listening over TCP.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "distgraph/core/deadline.hpp"
+#include "distgraph/core/error.hpp"
+#include "distgraph/partition/load_partition.hpp"
+#include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/server/graph_server.hpp"
+#include "distgraph/storage/mmap_storage.hpp"
+#include "distgraph/transport/asio_server.hpp"
+
+namespace distgraph {
+
+/// The folder a machine's servers and co-located trainers share for partition data:
+/// under /dev/shm (RAM) when present, else the temp folder; named after the user, the
+/// graph and the machine's first server port, so two jobs on one computer never meet.
+inline std::filesystem::path machine_storage_dir(const std::string& graph_name,
+                                                 const MachineEntry& machine) {
+  const std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
+                                         ? "/dev/shm"
+                                         : std::filesystem::temp_directory_path();
+  return base / ("distgraph-" + std::to_string(::getuid()) + "-" + graph_name + "-" +
+                 std::to_string(machine.port));
+}
+
+/// The file a main server creates in the storage folder once every tensor is loaded;
+/// backup servers and co-located trainers wait for it before attaching.
+inline std::filesystem::path storage_ready_marker(const std::filesystem::path& dir) {
+  return dir / "READY";
+}
+
+/// Waits until `dir` holds a ready marker, checking with a bounded backoff; throws
+/// TimeoutError naming the folder at `deadline`.
+inline void wait_for_storage(const std::filesystem::path& dir, Deadline deadline) {
+  auto pause = std::chrono::milliseconds(1);
+  while (!std::filesystem::exists(storage_ready_marker(dir))) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw TimeoutError(dir.string() + ": the main server did not publish its data in time");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+/// What one server needs to know.
+struct ServeOptions {
+  std::filesystem::path part_config;  ///< the partition config (<name>.json)
+  IpConfig ip_config;                 ///< machine i serves partition i
+  std::int32_t machine = 0;           ///< which machine (and partition) this is
+  std::int32_t server_id = 0;         ///< 0 = main; backups 1..num_servers-1
+  std::int32_t num_servers = 1;       ///< servers on this machine
+  /// Trainers in the whole job: each barrier holds one handler thread per trainer, so
+  /// the server runs this many threads on top of its io threads.
+  std::int32_t num_trainers = 1;
+  std::string bind_address;           ///< default: the machine's address from the ip config
+  std::filesystem::path storage_dir;  ///< default: machine_storage_dir(...)
+  std::string secret;                 ///< shared secret clients must prove ("" = none)
+  unsigned io_threads = 0;            ///< 0 = max(2, cores)
+  std::chrono::milliseconds startup_timeout{120'000};  ///< backups wait this for the main
+  std::function<void(std::string_view)> log;           ///< default: stderr
+};
+
+/// One server process's work: loads partition `machine`, shares its data through an
+/// MmapStorage folder with the machine's other servers and trainers, and answers requests
+/// on port ip_config[machine].port + server_id until a shutdown request or stop().
+class ServerProcess {
+ public:
+  /// Loads and binds; throws PartitionError/FormatError for bad files, IoError naming the
+  /// port when it is taken, TimeoutError when a backup's main never publishes.
+  explicit ServerProcess(ServeOptions o) : options_(std::move(o)) {
+    const auto& ipc = options_.ip_config;
+    if (options_.machine < 0 || options_.machine >= ipc.num_machines())
+      throw IdOutOfRange("machine id", options_.machine, 0, ipc.num_machines());
+    if (options_.num_servers < 1 || options_.server_id < 0 ||
+        options_.server_id >= options_.num_servers)
+      throw IdOutOfRange("server id", options_.server_id, 0, std::max(options_.num_servers, 1));
+    if (!options_.log)
+      options_.log = [](std::string_view line) {
+        std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+      };
+    Partition part = load_partition(options_.part_config, options_.machine);
+    if (part.config.num_parts != ipc.num_machines())
+      throw PartitionError(options_.part_config.string() + ": " +
+                           std::to_string(part.config.num_parts) + " partitions but " +
+                           ipc.path.string() + " lists " + std::to_string(ipc.num_machines()) +
+                           " machines; expected one machine per partition");
+    const auto& me = ipc.machines[static_cast<std::size_t>(options_.machine)];
+    dir_ = options_.storage_dir.empty() ? machine_storage_dir(part.config.graph_name, me)
+                                        : options_.storage_dir;
+    const bool main = options_.server_id == 0;
+    if (main) {
+      // A folder left by a crashed run would mix old tensors with new ones.
+      std::filesystem::remove_all(dir_);
+      storage_ = std::make_shared<MmapStorage>(MmapStorage::create_dir(dir_));
+    } else {
+      wait_for_storage(dir_, deadline_in(options_.startup_timeout));
+      storage_ = std::make_shared<MmapStorage>(MmapStorage::attach(dir_));
+    }
+    server_ = std::make_unique<GraphServer<MmapStorage>>(
+        std::move(part), storage_, main ? ServerRole::main : ServerRole::backup);
+    AsioServerOptions ao;
+    ao.address = options_.bind_address.empty() ? me.ip : options_.bind_address;
+    ao.port = static_cast<std::uint16_t>(me.port + options_.server_id);
+    ao.secret = options_.secret;
+    ao.num_threads =
+        (options_.io_threads ? options_.io_threads : std::max(2u, default_num_threads())) +
+        static_cast<unsigned>(std::max(options_.num_trainers, 1));
+    ao.log = options_.log;
+    asio_ = std::make_unique<AsioServer>(server_->handler(), ao);
+    asio_->start();
+    if (main) {
+      const auto marker = storage_ready_marker(dir_);
+      std::ofstream(dir_ / "READY.tmp") << ::getpid() << "\n";
+      std::filesystem::rename(dir_ / "READY.tmp", marker);
+    }
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~ServerProcess() { stop(); }
+
+  std::uint16_t port() const { return asio_->port(); }
+  const std::filesystem::path& storage_dir() const noexcept { return dir_; }
+  GraphServer<MmapStorage>& server() noexcept { return *server_; }
+
+  /// Blocks until a client sends shutdown or stop() is called, then lets replies in
+  /// flight go out and closes.
+  void run() {
+    while (!server_->kv().wait_for_shutdown(deadline_in(std::chrono::hours(1)))) {
+    }
+    asio_->request_stop();
+    asio_->run_until_stopped();
+  }
+  /// Ends run() (from another thread or a signal watcher). Idempotent.
+  void stop() {
+    if (server_) server_->kv().request_shutdown();
+    if (asio_) asio_->stop();
+    if (options_.server_id == 0 && !dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);  // mappings others hold stay valid
+    }
+  }
+
+ private:
+  ServeOptions options_;
+  std::filesystem::path dir_;
+  std::shared_ptr<MmapStorage> storage_;
+  std::unique_ptr<GraphServer<MmapStorage>> server_;
+  std::unique_ptr<AsioServer> asio_;
+};
+
+}  // namespace distgraph
