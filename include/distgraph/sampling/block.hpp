@@ -1,0 +1,112 @@
+// Block: a message-flow graph (DGL's block) and to_block, which compacts a frontier into one.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/sampling/detail/id_hash_map.hpp"
+#include "distgraph/sampling/frontier.hpp"
+
+namespace distgraph {
+
+/// One layer of message flow from `src_nodes` to the first `num_dst` of them. Source
+/// positions are local: `src_nodes[j]` is the global ID of source j, and the destination
+/// nodes come first in their given order (so destination i is also source i), then the
+/// other sources in order of first appearance. Edges are a CSR by destination: the edges
+/// into destination i are `indices[indptr[i] .. indptr[i+1])` (source positions) with
+/// global edge IDs `eid[...]` (DGL's `block.srcdata[NID]`, `block.edata[EID]`).
+struct Block {
+  std::vector<std::int64_t> src_nodes;
+  std::int64_t num_dst = 0;
+  std::vector<std::int64_t> indptr;   ///< num_dst + 1 offsets
+  std::vector<std::int64_t> indices;  ///< source position of each edge, in [0, num_src())
+  std::vector<std::int64_t> eid;      ///< global edge ID of each edge
+
+  std::int64_t num_src() const noexcept { return static_cast<std::int64_t>(src_nodes.size()); }
+  std::int64_t num_edges() const noexcept { return static_cast<std::int64_t>(indices.size()); }
+  /// Global IDs of the destination nodes (the first num_dst sources).
+  std::span<const std::int64_t> dst_nodes() const noexcept {
+    return std::span<const std::int64_t>(src_nodes).first(static_cast<std::size_t>(num_dst));
+  }
+};
+
+namespace detail {
+
+/// Throws IdOutOfRange naming `subject` for the first negative ID: global IDs are >= 0
+/// and the hash map reserves -1.
+inline void check_non_negative(std::span<const std::int64_t> ids, const std::string& subject) {
+  std::int64_t bad = 0;
+  for (const std::int64_t x : ids) bad |= x;  // sign bit set iff some ID is negative
+  if (bad >= 0) return;
+  for (const std::int64_t x : ids)
+    if (x < 0) throw IdOutOfRange(subject, x, 0, std::numeric_limits<std::int64_t>::max());
+}
+
+}  // namespace detail
+
+/// Compacts `f` into a Block whose destinations are `dst_nodes` (DGL's `to_block(frontier,
+/// dst_nodes)`): edges into each destination keep their frontier order, and sources that
+/// are not destinations are numbered in the order they first appear in `f`. O(edges +
+/// destinations) expected, through an open-addressing hash map.
+///
+/// Throws ShapeError when f's arrays differ in length, IdOutOfRange for a negative ID, and
+/// InvalidArgument when a destination is listed twice or an edge's destination is not in
+/// `dst_nodes`; all before building anything.
+inline Block to_block(const Frontier& f, std::span<const std::int64_t> dst_nodes) {
+  if (f.dst.size() != f.src.size() || f.eid.size() != f.src.size())
+    throw ShapeError("frontier", "src, dst, eid have " + std::to_string(f.src.size()) + ", " +
+                                     std::to_string(f.dst.size()) + ", " +
+                                     std::to_string(f.eid.size()) + " entries; expected equal");
+  detail::check_non_negative(dst_nodes, "dst node");
+  detail::check_non_negative(f.src, "frontier src");
+  detail::check_non_negative(f.dst, "frontier dst");
+
+  const auto num_dst = static_cast<std::int64_t>(dst_nodes.size());
+  const std::size_t m = f.src.size();
+  // Sampled sources repeat (hubs, shared neighbours), so start at a quarter of the edges
+  // and let the map double: sizing for every edge would clear 4x the memory up front.
+  detail::IdHashMap local(dst_nodes.size() + m / 4);
+  Block b;
+  b.num_dst = num_dst;
+  b.src_nodes.reserve(dst_nodes.size() + m / 2);
+  for (std::int64_t i = 0; i < num_dst; ++i) {
+    const std::int64_t v = dst_nodes[static_cast<std::size_t>(i)];
+    if (local.insert(v, i) != i)
+      throw InvalidArgument("to_block: dst node " + std::to_string(v) + " listed twice (at " +
+                            std::to_string(local.find(v)) + " and " + std::to_string(i) +
+                            "); expected distinct destinations");
+    b.src_nodes.push_back(v);
+  }
+  // Destinations first, while the map holds only them; a counting sort by destination
+  // position then lays the edges out as a CSR, stable in frontier order.
+  std::vector<std::int64_t> dst_pos(m);
+  b.indptr.assign(static_cast<std::size_t>(num_dst) + 1, 0);
+  for (std::size_t e = 0; e < m; ++e) {
+    const std::int64_t d = local.find(f.dst[e]);
+    if (d == detail::IdHashMap::absent)
+      throw InvalidArgument("to_block: edge " + std::to_string(e) + " goes to node " +
+                            std::to_string(f.dst[e]) + "; expected one of the " +
+                            std::to_string(num_dst) + " dst nodes");
+    dst_pos[e] = d;
+    ++b.indptr[static_cast<std::size_t>(d) + 1];
+  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(num_dst); ++i)
+    b.indptr[i + 1] += b.indptr[i];
+  std::vector<std::int64_t> next(b.indptr.begin(), b.indptr.end() - 1);
+  b.indices.resize(m);
+  b.eid.resize(m);
+  for (std::size_t e = 0; e < m; ++e) {
+    const std::int64_t s = local.insert(f.src[e], b.num_src());
+    if (s == b.num_src()) b.src_nodes.push_back(f.src[e]);
+    const auto at = static_cast<std::size_t>(next[static_cast<std::size_t>(dst_pos[e])]++);
+    b.indices[at] = s;
+    b.eid[at] = f.eid[e];
+  }
+  return b;
+}
+
+}  // namespace distgraph

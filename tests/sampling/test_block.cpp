@@ -1,0 +1,111 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "distgraph/sampling/block.hpp"
+
+using namespace distgraph;
+
+namespace {
+
+/// to_block written the obvious way: linear searches, one destination at a time.
+Block reference_block(const Frontier& f, const std::vector<std::int64_t>& dst_nodes) {
+  Block b;
+  b.num_dst = static_cast<std::int64_t>(dst_nodes.size());
+  b.src_nodes = dst_nodes;
+  const auto position = [&](std::int64_t v) {
+    const auto it = std::find(b.src_nodes.begin(), b.src_nodes.end(), v);
+    if (it != b.src_nodes.end()) return static_cast<std::int64_t>(it - b.src_nodes.begin());
+    b.src_nodes.push_back(v);
+    return b.num_src() - 1;
+  };
+  std::vector<std::int64_t> src_pos;
+  for (const std::int64_t u : f.src) src_pos.push_back(position(u));
+  b.indptr.push_back(0);
+  for (const std::int64_t d : dst_nodes) {
+    for (std::size_t e = 0; e < f.dst.size(); ++e)
+      if (f.dst[e] == d) {
+        b.indices.push_back(src_pos[e]);
+        b.eid.push_back(f.eid[e]);
+      }
+    b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
+  }
+  return b;
+}
+
+struct Case {
+  Frontier f;
+  std::vector<std::int64_t> dst_nodes;
+};
+
+/// `num_dst` distinct destinations out of [0, id_range), `m` edges into them from sources
+/// in [0, id_range) (so some sources are destinations too, some repeat).
+Case random_case(std::int64_t id_range, std::size_t num_dst, std::size_t m, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> node(0, id_range - 1);
+  Case c;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(id_range));
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  c.dst_nodes.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(num_dst));
+  std::uniform_int_distribution<std::size_t> which(0, num_dst - 1);
+  for (std::size_t e = 0; e < m; ++e) {
+    c.f.dst.push_back(c.dst_nodes[which(rng)]);
+    c.f.src.push_back(e % 3 == 0 ? c.dst_nodes[which(rng)] : node(rng));
+    c.f.eid.push_back(static_cast<std::int64_t>(1000000 + e));
+  }
+  return c;
+}
+
+void check_same(const Block& a, const Block& b) {
+  CHECK(a.num_dst == b.num_dst);
+  CHECK(a.src_nodes == b.src_nodes);
+  CHECK(a.indptr == b.indptr);
+  CHECK(a.indices == b.indices);
+  CHECK(a.eid == b.eid);
+}
+
+}  // namespace
+
+TEST_CASE("to_block matches a brute-force compaction on random frontiers", "[sampling]") {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    // Small ID ranges repeat sources; large ones make almost every source new, so the
+    // hash map has to grow well past its initial size.
+    const std::int64_t range = seed % 2 ? 200 : 1000000;
+    const Case c = random_case(range, 40 + seed * 10, 3000 + seed * 500, seed);
+    const Block b = to_block(c.f, c.dst_nodes);
+    check_same(b, reference_block(c.f, c.dst_nodes));
+    CHECK(std::equal(b.dst_nodes().begin(), b.dst_nodes().end(), c.dst_nodes.begin(),
+                     c.dst_nodes.end()));
+  }
+}
+
+TEST_CASE("to_block keeps destinations without edges and handles an empty frontier", "[sampling]") {
+  const std::vector<std::int64_t> dst{9, 4, 7};
+  const Block empty = to_block(Frontier{}, dst);
+  CHECK(empty.src_nodes == dst);
+  CHECK(empty.indptr == std::vector<std::int64_t>{0, 0, 0, 0});
+  CHECK(empty.num_edges() == 0);
+
+  const Frontier f{.src = {4, 12, 12, 9}, .dst = {7, 7, 9, 7}, .eid = {100, 101, 102, 103}};
+  const Block b = to_block(f, dst);
+  CHECK(b.src_nodes == std::vector<std::int64_t>{9, 4, 7, 12});
+  CHECK(b.indptr == std::vector<std::int64_t>{0, 1, 1, 4});
+  CHECK(b.indices == std::vector<std::int64_t>{3, 1, 3, 0});
+  CHECK(b.eid == std::vector<std::int64_t>{102, 100, 101, 103});
+}
+
+TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling][bad_input]") {
+  const std::vector<std::int64_t> dst{1, 2};
+  CHECK_THROWS_AS(to_block(Frontier{.src = {1}, .dst = {2}, .eid = {}}, dst), ShapeError);
+  CHECK_THROWS_WITH(to_block(Frontier{.src = {5}, .dst = {3}, .eid = {0}}, dst),
+                    Catch::Contains("goes to node 3"));
+  const std::vector<std::int64_t> twice{1, 2, 1};
+  CHECK_THROWS_WITH(to_block(Frontier{}, twice), Catch::Contains("dst node 1 listed twice"));
+  CHECK_THROWS_AS(to_block(Frontier{.src = {-4}, .dst = {1}, .eid = {0}}, dst), IdOutOfRange);
+  const std::vector<std::int64_t> negative{-1};
+  CHECK_THROWS_AS(to_block(Frontier{}, negative), IdOutOfRange);
+}
