@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "distgraph/partition/partition_graph.hpp"
+#include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/partition_view.hpp"
+#include "distgraph/sampling/sample_local.hpp"
+#include "distgraph/sampling/uniform_sampler.hpp"
+#include "support/sampling_graphs.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using namespace distgraph::test;
+
+TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in global IDs",
+          "[sampling]") {
+  const Graph g = small_rmat(9, 8, 3);
+  TempDir dir;
+  partition_graph(g, "g", 2, dir.path(),
+                  {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  const Partition parts[] = {load_partition(dir / "g.json", 0), load_partition(dir / "g.json", 1)};
+  // Relabeled global node ID -> input ID, from every partition's maps.
+  std::map<std::int64_t, std::int64_t> orig;
+  for (const Partition& p : parts)
+    for (std::size_t l = 0; l < p.nid.size(); ++l) orig[p.nid[l]] = p.orig_nid[l];
+  const Coo coo = g.to_coo(1);
+
+  for (const Partition& p : parts) {
+    std::vector<std::int64_t> owned(static_cast<std::size_t>(p.num_inner_nodes));
+    for (std::size_t l = 0; l < owned.size(); ++l) owned[l] = static_cast<std::int64_t>(l);
+    const LocalGraphView view = partition_view(p);
+    const Frontier full = sample_neighbors_local(view, owned, -1, {}, FullNeighborSampler{});
+    // Every in-edge of every owned node, each a real edge of the input graph.
+    std::int64_t want = 0;
+    for (const std::int64_t l : owned) want += g.in_degree(p.orig_nid[static_cast<std::size_t>(l)]);
+    CHECK(full.num_edges() == want);
+    std::map<std::int64_t, std::int64_t> orig_eid_of;  // global edge ID -> input edge ID
+    for (std::size_t i = 0; i < p.eid.size(); ++i) orig_eid_of[p.eid[i]] = p.orig_eid[i];
+    for (std::size_t i = 0; i < full.eid.size(); ++i) {
+      const auto e = static_cast<std::size_t>(orig_eid_of.at(full.eid[i]));
+      CHECK(coo.src[e] == orig.at(full.src[i]));
+      CHECK(coo.dst[e] == orig.at(full.dst[i]));
+    }
+    // Uniform picks are a subset of those edges, at most 3 per seed, the same on reload.
+    const SampleKey key{.seed = 9, .rank = 1};
+    const Frontier some = sample_neighbors_local(view, owned, 3, key, UniformSampler{});
+    const Partition again = load_partition(dir / "g.json", p.part_id);
+    const Frontier reload =
+        sample_neighbors_local(partition_view(again), owned, 3, key, UniformSampler{});
+    CHECK(some.eid == reload.eid);
+    std::vector<std::int64_t> all_eids = full.eid;
+    std::sort(all_eids.begin(), all_eids.end());
+    for (const std::int64_t e : some.eid)
+      CHECK(std::binary_search(all_eids.begin(), all_eids.end(), e));
+  }
+}
