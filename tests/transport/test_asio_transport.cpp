@@ -267,7 +267,7 @@ TEST_CASE("an oversized frame gets frame_too_large and a close while others keep
   CHECK(good.call(0, MsgType::pull, text("still here"), soon()).text() == "still here");
 }
 
-TEST_CASE("bad magic gets bad_request and a close; lying lengths get bad_request only",
+TEST_CASE("bad magic gets bad_request and a close while lying lengths get bad_request only",
           "[transport][net]") {
   LogSink log;
   auto server = start_server(echo, {.log = log.fn()});

@@ -398,7 +398,7 @@ class AsioTransport {
     }
 
     AsioTransportOptions options;
-    boost::asio::io_context io;
+    boost::asio::io_context io{1};  // one io thread: lets Asio skip cross-thread wakeups
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
         io.get_executor()};
     std::thread io_thread;
