@@ -98,6 +98,110 @@ inline std::mutex& metis_mutex() {
   return m;
 }
 
+// Checks num_parts, num_nodes, imbalance and the vertex weights as metis_partition
+// documents; returns the number of constraints.
+inline std::int64_t check_metis_options(const char* call, std::int64_t num_nodes,
+                                        const MetisOptions& options) {
+  const std::int64_t nparts = options.num_parts;
+  if (nparts < 1)
+    throw InvalidArgument(std::string(call) + ": num_parts " + std::to_string(nparts) +
+                          "; expected at least 1");
+  if (num_nodes < 0)
+    throw InvalidArgument(std::string(call) + ": num_nodes " + std::to_string(num_nodes) +
+                          "; expected non-negative");
+  if (nparts > num_nodes)
+    throw InvalidArgument(std::string(call) + ": num_parts " + std::to_string(nparts) +
+                          " exceeds num_nodes " + std::to_string(num_nodes) +
+                          "; expected 1 <= num_parts <= num_nodes");
+  if (nparts > 1 && num_nodes > metis_idx_max)
+    throw PartitionError(std::string(call) + ": " + std::to_string(num_nodes) +
+                         " nodes; METIS's 32-bit idx_t allows at most " +
+                         std::to_string(metis_idx_max));
+  if (!(options.imbalance >= 1.001 && options.imbalance <= 1000.0))
+    throw InvalidArgument(std::string(call) + ": imbalance " + std::to_string(options.imbalance) +
+                          "; expected a ratio in [1.001, 1000]");
+
+  std::int64_t ncon = options.ncon;
+  const auto& w = options.vertex_weights;
+  if (ncon < 0)
+    throw InvalidArgument(std::string(call) + ": ncon " + std::to_string(ncon) +
+                          "; expected 0 (derive) or a positive count");
+  if (ncon == 0) ncon = w.empty() ? 1 : static_cast<std::int64_t>(w.size()) / num_nodes;
+  if (!w.empty() && (ncon < 1 || static_cast<std::int64_t>(w.size()) != num_nodes * ncon))
+    throw ShapeError(std::string(call) + " vertex_weights",
+                     std::to_string(w.size()) + " entries; expected num_nodes * ncon = " +
+                         std::to_string(num_nodes) + " * " + std::to_string(ncon));
+  if (w.empty() && ncon != 1)
+    throw InvalidArgument(std::string(call) + ": ncon " + std::to_string(ncon) +
+                          " without vertex_weights; expected ncon = 1 or num_nodes * ncon weights");
+  std::vector<std::int64_t> weight_sums(static_cast<std::size_t>(ncon), 0);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (w[i] < 0)
+      throw InvalidArgument(std::string(call) + " vertex_weights[" + std::to_string(i) +
+                            "]: " + std::to_string(w[i]) + "; expected non-negative");
+    auto& sum = weight_sums[i % static_cast<std::size_t>(ncon)];
+    sum += std::min(w[i], metis_idx_max + 1);  // saturates: no int64 overflow
+    if (sum > metis_idx_max)
+      throw PartitionError(std::string(call) + ": constraint " + std::to_string(i % ncon) +
+                           " weighs more than METIS's 32-bit idx_t allows (" +
+                           std::to_string(metis_idx_max) + ")");
+  }
+  return ncon;
+}
+
+// Throws PartitionError unless `directed_edges` adjacency entries fit METIS's idx_t.
+inline void check_metis_edges(const char* call, std::int64_t directed_edges) {
+  if (directed_edges > metis_idx_max)
+    throw PartitionError(std::string(call) + ": " + std::to_string(directed_edges) +
+                         " directed edges (self loops dropped); METIS's 32-bit idx_t allows at "
+                         "most " +
+                         std::to_string(metis_idx_max));
+}
+
+// METIS_PartGraphKway on a checked 32-bit adjacency: symmetric, sorted rows, no self loops
+// or duplicates; options checked by check_metis_options (which returned `ncon`).
+inline MetisResult metis_kway(const char* call, std::int64_t num_nodes, std::vector<idx_t>& xadj,
+                              std::vector<idx_t>& adjncy, std::int64_t ncon,
+                              const MetisOptions& options) {
+  const auto n = static_cast<std::size_t>(num_nodes);
+  const std::int64_t nparts = options.num_parts;
+  if (nparts == 1) return {std::vector<std::int32_t>(n, 0), 0};  // METIS dies of SIGFPE on it
+  const auto& w = options.vertex_weights;
+  std::vector<idx_t> vwgt(w.size());
+  std::transform(w.begin(), w.end(), vwgt.begin(),
+                 [](std::int64_t x) { return static_cast<idx_t>(x); });
+
+  idx_t opts[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(opts);
+  opts[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
+  opts[METIS_OPTION_NUMBERING] = 0;
+  opts[METIS_OPTION_SEED] = static_cast<idx_t>((options.seed ^ (options.seed >> 31)) &
+                                               static_cast<std::uint64_t>(metis_idx_max));
+  opts[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround((options.imbalance - 1.0) * 1000.0));
+  opts[METIS_OPTION_CONTIG] = options.contiguous ? 1 : 0;
+
+  idx_t nvtxs = static_cast<idx_t>(num_nodes), ncon32 = static_cast<idx_t>(ncon),
+        np = static_cast<idx_t>(nparts), cut = 0;
+  std::vector<idx_t> part(n, 0);
+  int status = 0;
+  {
+    std::lock_guard<std::mutex> lock(metis_mutex());
+    status = METIS_PartGraphKway(&nvtxs, &ncon32, xadj.data(), adjncy.data(),
+                                 vwgt.empty() ? nullptr : vwgt.data(), nullptr, nullptr, &np,
+                                 nullptr, nullptr, opts, &cut, part.data());
+  }
+  if (status != METIS_OK)
+    throw PartitionError(
+        std::string(call) + ": METIS_PartGraphKway returned " + metis_status_name(status) + " (" +
+        std::to_string(status) + ") for " + std::to_string(num_nodes) + " nodes, " +
+        std::to_string(adjncy.size() / 2) + " edges, " + std::to_string(nparts) + " parts" +
+        (options.contiguous ? ", contiguous" : "") + "; expected METIS_OK");
+  MetisResult result;
+  result.parts.assign(part.begin(), part.end());
+  result.edge_cut = cut;
+  return result;
+}
+
 }  // namespace detail
 
 /// Partitions an undirected graph into `options.num_parts` parts with METIS's k-way
@@ -118,54 +222,10 @@ inline MetisResult metis_partition(std::int64_t num_nodes, std::span<const std::
                                    std::span<const std::int64_t> indices,
                                    const MetisOptions& options) {
   const char* call = "metis_partition";
-  const std::int64_t nparts = options.num_parts;
-  if (nparts < 1)
-    throw InvalidArgument(std::string(call) + ": num_parts " + std::to_string(nparts) +
-                          "; expected at least 1");
-  if (num_nodes < 0)
-    throw InvalidArgument(std::string(call) + ": num_nodes " + std::to_string(num_nodes) +
-                          "; expected non-negative");
-  if (nparts > num_nodes)
-    throw InvalidArgument(std::string(call) + ": num_parts " + std::to_string(nparts) +
-                          " exceeds num_nodes " + std::to_string(num_nodes) +
-                          "; expected 1 <= num_parts <= num_nodes");
-  if (nparts > 1 && num_nodes > detail::metis_idx_max)
-    throw PartitionError(std::string(call) + ": " + std::to_string(num_nodes) +
-                         " nodes; METIS's 32-bit idx_t allows at most " +
-                         std::to_string(detail::metis_idx_max));
-  if (!(options.imbalance >= 1.001 && options.imbalance <= 1000.0))
-    throw InvalidArgument(std::string(call) + ": imbalance " + std::to_string(options.imbalance) +
-                          "; expected a ratio in [1.001, 1000]");
+  const std::int64_t ncon = detail::check_metis_options(call, num_nodes, options);
   detail::check_csr(call, num_nodes, indptr, indices);
-
-  // Balance constraints and weights.
-  std::int64_t ncon = options.ncon;
-  const auto& w = options.vertex_weights;
-  if (ncon < 0)
-    throw InvalidArgument(std::string(call) + ": ncon " + std::to_string(ncon) +
-                          "; expected 0 (derive) or a positive count");
-  if (ncon == 0) ncon = w.empty() ? 1 : static_cast<std::int64_t>(w.size()) / num_nodes;
-  if (!w.empty() && (ncon < 1 || static_cast<std::int64_t>(w.size()) != num_nodes * ncon))
-    throw ShapeError(std::string(call) + " vertex_weights",
-                     std::to_string(w.size()) + " entries; expected num_nodes * ncon = " +
-                         std::to_string(num_nodes) + " * " + std::to_string(ncon));
-  if (w.empty() && ncon != 1)
-    throw InvalidArgument(std::string(call) + ": ncon " + std::to_string(ncon) +
-                          " without vertex_weights; expected ncon = 1 or num_nodes * ncon weights");
-  std::vector<std::int64_t> weight_sums(static_cast<std::size_t>(ncon), 0);
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    if (w[i] < 0)
-      throw InvalidArgument(std::string(call) + " vertex_weights[" + std::to_string(i) +
-                            "]: " + std::to_string(w[i]) + "; expected non-negative");
-    auto& sum = weight_sums[i % static_cast<std::size_t>(ncon)];
-    sum += std::min(w[i], detail::metis_idx_max + 1);  // saturates: no int64 overflow
-    if (sum > detail::metis_idx_max)
-      throw PartitionError(std::string(call) + ": constraint " + std::to_string(i % ncon) +
-                           " weighs more than METIS's 32-bit idx_t allows (" +
-                           std::to_string(detail::metis_idx_max) + ")");
-  }
-
-  if (nparts == 1) return {std::vector<std::int32_t>(static_cast<std::size_t>(num_nodes), 0), 0};
+  if (options.num_parts == 1)
+    return {std::vector<std::int32_t>(static_cast<std::size_t>(num_nodes), 0), 0};
 
   // 32-bit copy without self loops and duplicates; rows sorted so the symmetry check
   // below is a binary search.
@@ -174,11 +234,7 @@ inline MetisResult metis_partition(std::int64_t num_nodes, std::span<const std::
   for (std::size_t v = 0; v < n; ++v)
     for (auto e = indptr[v]; e < indptr[v + 1]; ++e)
       kept += indices[static_cast<std::size_t>(e)] != static_cast<std::int64_t>(v);
-  if (kept > detail::metis_idx_max)
-    throw PartitionError(std::string(call) + ": " + std::to_string(kept) +
-                         " directed edges (self loops dropped); METIS's 32-bit idx_t allows at "
-                         "most " +
-                         std::to_string(detail::metis_idx_max));
+  detail::check_metis_edges(call, kept);
   std::vector<idx_t> xadj(n + 1, 0);
   std::vector<idx_t> adjncy;
   adjncy.reserve(static_cast<std::size_t>(kept));
@@ -204,41 +260,49 @@ inline MetisResult metis_partition(std::int64_t num_nodes, std::span<const std::
                               std::to_string(v) +
                               "; expected a symmetric adjacency (add reverse edges first)");
     }
-
-  std::vector<idx_t> vwgt(w.size());
-  std::transform(w.begin(), w.end(), vwgt.begin(),
-                 [](std::int64_t x) { return static_cast<idx_t>(x); });
-
-  idx_t opts[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(opts);
-  opts[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
-  opts[METIS_OPTION_NUMBERING] = 0;
-  opts[METIS_OPTION_SEED] = static_cast<idx_t>((options.seed ^ (options.seed >> 31)) &
-                                               static_cast<std::uint64_t>(detail::metis_idx_max));
-  opts[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround((options.imbalance - 1.0) * 1000.0));
-  opts[METIS_OPTION_CONTIG] = options.contiguous ? 1 : 0;
-
-  idx_t nvtxs = static_cast<idx_t>(num_nodes), ncon32 = static_cast<idx_t>(ncon),
-        np = static_cast<idx_t>(nparts), cut = 0;
-  std::vector<idx_t> part(n, 0);
-  int status = 0;
-  {
-    std::lock_guard<std::mutex> lock(detail::metis_mutex());
-    status = METIS_PartGraphKway(&nvtxs, &ncon32, xadj.data(), adjncy.data(),
-                                 vwgt.empty() ? nullptr : vwgt.data(), nullptr, nullptr, &np,
-                                 nullptr, nullptr, opts, &cut, part.data());
-  }
-  if (status != METIS_OK)
-    throw PartitionError(std::string(call) + ": METIS_PartGraphKway returned " +
-                         detail::metis_status_name(status) + " (" + std::to_string(status) +
-                         ") for " + std::to_string(num_nodes) + " nodes, " +
-                         std::to_string(kept / 2) + " edges, " + std::to_string(nparts) + " parts" +
-                         (options.contiguous ? ", contiguous" : "") + "; expected METIS_OK");
-  MetisResult result;
-  result.parts.assign(part.begin(), part.end());
-  result.edge_cut = cut;
-  return result;
+  return detail::metis_kway(call, num_nodes, xadj, adjncy, ncon, options);
 }
+
+namespace detail {
+
+/// metis_partition for an adjacency that is symmetric, without self loops and without
+/// duplicates by construction, given row by row: `row(v, emit)` calls `emit(u)` for each
+/// neighbour u of v in increasing order. The 32-bit arrays METIS reads are built straight
+/// from the rows in two parallel passes (count, fill) on `num_threads` threads, skipping
+/// metis_partition's 64-bit input, copy, sort and symmetry check (on R-MAT scale 20 they
+/// cost several seconds and 250 MB). Throws as metis_partition does for options and sizes.
+template <class RowFn>
+MetisResult metis_partition_rows(std::int64_t num_nodes, RowFn&& row, const MetisOptions& options,
+                                 unsigned num_threads) {
+  const char* call = "metis_partition";
+  const std::int64_t ncon = check_metis_options(call, num_nodes, options);
+  const auto n = static_cast<std::size_t>(num_nodes);
+  if (options.num_parts == 1) return {std::vector<std::int32_t>(n, 0), 0};
+  std::vector<std::int64_t> offsets(n + 1, 0);
+  parallel_chunks(0, num_nodes, num_threads, [&](unsigned, std::int64_t b, std::int64_t e) {
+    for (std::int64_t v = b; v < e; ++v) {
+      std::int64_t c = 0;
+      row(v, [&c](std::int64_t) { ++c; });
+      offsets[static_cast<std::size_t>(v) + 1] = c;
+    }
+  });
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  check_metis_edges(call, offsets.back());
+  std::vector<idx_t> xadj(n + 1);
+  std::vector<idx_t> adjncy(static_cast<std::size_t>(offsets.back()));
+  parallel_chunks(0, num_nodes, num_threads, [&](unsigned, std::int64_t b, std::int64_t e) {
+    for (std::int64_t v = b; v < e; ++v) {
+      auto pos = static_cast<std::size_t>(offsets[static_cast<std::size_t>(v)]);
+      xadj[static_cast<std::size_t>(v)] = static_cast<idx_t>(pos);
+      row(v, [&](std::int64_t u) { adjncy[pos++] = static_cast<idx_t>(u); });
+    }
+  });
+  xadj[n] = static_cast<idx_t>(offsets.back());
+  offsets = {};
+  return metis_kway(call, num_nodes, xadj, adjncy, ncon, options);
+}
+
+}  // namespace detail
 
 /// Undirected edges cut by `parts`: the adjacency entries (v, u) with parts[v] != parts[u],
 /// halved. For a symmetric adjacency (each undirected edge stored both ways, as

@@ -2,12 +2,15 @@
 // add halo nodes, and write the partition folder that servers and trainers load.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <span>
@@ -21,6 +24,7 @@
 #include "distgraph/core/tensor.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/graph/graph.hpp"
+#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/partition/metis.hpp"
 #include "distgraph/partition/partition_config.hpp"
@@ -80,39 +84,23 @@ struct PartitionResult {
 
 namespace detail {
 
-/// The symmetrised adjacency without self loops or duplicates that METIS needs, built
-/// from the out- and in-CSR by a per-row merge (rows of both are sorted by neighbour).
-inline std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> symmetric_adjacency(
-    const Graph& g, unsigned threads) {
-  const std::int64_t n = g.num_nodes();
-  std::vector<std::int64_t> indptr(static_cast<std::size_t>(n) + 1, 0);
-  auto merge_row = [&](std::int64_t v, auto&& emit) {
-    auto a = g.out.neighbors(v), b = g.in.neighbors(v);
-    std::size_t i = 0, j = 0;
-    std::int64_t last = -1;
-    while (i < a.size() || j < b.size()) {
-      std::int64_t x;
-      if (j == b.size() || (i < a.size() && a[i] <= b[j]))
-        x = a[i++];
-      else
-        x = b[j++];
-      if (x == v || x == last) continue;
-      last = x;
-      emit(x);
-    }
-  };
-  parallel_for(0, n, threads, [&](std::int64_t v) {
-    std::int64_t c = 0;
-    merge_row(v, [&](std::int64_t) { ++c; });
-    indptr[static_cast<std::size_t>(v) + 1] = c;
-  });
-  std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-  std::vector<std::int64_t> indices(static_cast<std::size_t>(indptr.back()));
-  parallel_for(0, n, threads, [&](std::int64_t v) {
-    auto pos = indptr[static_cast<std::size_t>(v)];
-    merge_row(v, [&](std::int64_t x) { indices[static_cast<std::size_t>(pos++)] = x; });
-  });
-  return {std::move(indptr), std::move(indices)};
+/// Calls `emit(u)` for each neighbour u of `v` in the symmetrised graph without self loops
+/// or duplicates, in increasing order: a merge of v's out- and in-rows (both sorted).
+template <class Emit>
+void symmetric_row(const Graph& g, std::int64_t v, Emit&& emit) {
+  const auto a = g.out.neighbors(v), b = g.in.neighbors(v);
+  std::size_t i = 0, j = 0;
+  std::int64_t last = -1;
+  while (i < a.size() || j < b.size()) {
+    std::int64_t x;
+    if (j == b.size() || (i < a.size() && a[i] <= b[j]))
+      x = a[i++];
+    else
+      x = b[j++];
+    if (x == v || x == last) continue;
+    last = x;
+    emit(x);
+  }
 }
 
 /// Random assignment balanced per class: nodes of each class are shuffled and dealt
@@ -135,28 +123,125 @@ inline std::vector<std::int32_t> random_by_class(std::span<const std::int64_t> c
   return parts;
 }
 
-/// Stable bucket sort of [0, n) by key[i] in [0, k): returns (offsets[k+1], order).
-inline std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> bucket_by(
-    std::span<const std::int32_t> key, std::int64_t k) {
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(k) + 1, 0);
-  for (auto p : key) offsets[static_cast<std::size_t>(p) + 1]++;
-  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-  std::vector<std::int64_t> order(key.size());
-  std::vector<std::int64_t> pos(offsets.begin(), offsets.end() - 1);
-  for (std::size_t i = 0; i < key.size(); ++i)
-    order[static_cast<std::size_t>(pos[static_cast<std::size_t>(key[i])]++)] =
-        static_cast<std::int64_t>(i);
-  return {std::move(offsets), std::move(order)};
+/// Parallel stable counting sort of [0, n) by `key(i)` in [0, num_keys): writes the sorted
+/// position of each i to `rank` (left alone when empty) and returns the first position of
+/// each key (num_keys + 1 offsets). Each chunk counts its keys, so every chunk then fills
+/// its ranks in one sequential pass; no order array is materialised.
+template <class KeyFn>
+std::vector<std::int64_t> stable_ranks(std::int64_t n, std::int64_t num_keys, unsigned threads,
+                                       KeyFn&& key, std::span<std::int64_t> rank) {
+  const auto k = static_cast<std::size_t>(num_keys);
+  const unsigned chunks = plan_chunks(0, n, threads);
+  std::vector<std::int64_t> next(chunks * k, 0);  // per chunk: count, then next position
+  parallel_chunks(0, n, threads, [&](unsigned c, std::int64_t b, std::int64_t e) {
+    std::int64_t* count = next.data() + c * k;
+    for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(key(i))];
+  });
+  std::vector<std::int64_t> offsets(k + 1, 0);
+  std::int64_t pos = 0;
+  for (std::size_t key_i = 0; key_i < k; ++key_i) {
+    offsets[key_i] = pos;
+    for (unsigned c = 0; c < chunks; ++c) pos += std::exchange(next[c * k + key_i], pos);
+  }
+  offsets[k] = pos;
+  if (!rank.empty())
+    parallel_chunks(0, n, threads, [&](unsigned c, std::int64_t b, std::int64_t e) {
+      std::int64_t* at = next.data() + c * k;
+      for (std::int64_t i = b; i < e; ++i)
+        rank[static_cast<std::size_t>(i)] = at[static_cast<std::size_t>(key(i))]++;
+    });
+  return offsets;
 }
 
-/// The local graph of one partition, in memory, before it is written.
-struct LocalPartition {
-  std::vector<std::int64_t> indptr, indices, eid, orig_eid, nid, orig_nid;
-  std::vector<std::uint8_t> inner_node, inner_edge;
-  std::vector<std::int64_t> inner_orig_nodes;  ///< original IDs of owned nodes, local order
-  std::vector<std::int64_t> inner_orig_edges;  ///< original IDs of owned edges, new-ID order
-  std::int64_t num_inner_nodes = 0, num_inner_edges = 0;
+/// Writes one `.npy` file front to back through a 1 MiB buffer, so a partition's arrays
+/// never exist in memory as a whole (first-touching fresh pages costs more than writing
+/// them to a file on the VMs we measured; see docs/PERFORMANCE.md). The result is the
+/// file write_npy writes: a temporary name, fsynced and renamed by finish(). Destroyed
+/// unfinished, it removes the temporary file. Throws IoError naming the file.
+class NpyStream {
+ public:
+  NpyStream(std::filesystem::path path, DType dtype, std::vector<std::int64_t> shape)
+      : path_(std::move(path)), tmp_(path_.string() + ".tmp") {
+    const std::string header = npy_header_bytes(dtype, shape, path_.string());
+    remaining_ = static_cast<std::size_t>(*checked_num_elements(shape, dtype_size(dtype))) *
+                 dtype_size(dtype);
+    fd_ = FileDescriptor(::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd_.get() < 0)
+      throw IoError(path_.string(), errno_message("cannot create temporary file", errno));
+    write_all(fd_.get(), std::as_bytes(std::span(header)), path_.string());
+  }
+  NpyStream(const NpyStream&) = delete;
+  NpyStream& operator=(const NpyStream&) = delete;
+  ~NpyStream() {
+    if (!finished_) {
+      fd_.close();
+      ::unlink(tmp_.c_str());
+    }
+  }
+
+  /// Appends one element.
+  template <class T>
+  void push(T x) {
+    if (used_ + sizeof(T) > capacity) flush();
+    std::memcpy(buffer_.get() + used_, &x, sizeof(T));
+    used_ += sizeof(T);
+  }
+  /// Appends `bytes` bytes from `data`.
+  void append(const void* data, std::size_t bytes) {
+    if (used_ + bytes > capacity) flush();
+    if (bytes > capacity) {
+      write_direct({static_cast<const std::byte*>(data), bytes});
+      return;
+    }
+    std::memcpy(buffer_.get() + used_, data, bytes);
+    used_ += bytes;
+  }
+  /// Checks that the shape is filled, then fsyncs, closes and renames into place.
+  void finish() {
+    flush();
+    if (remaining_ != 0)
+      throw IoError(path_.string(), std::to_string(remaining_) +
+                                        " bytes short of the shape in its header; not published");
+    if (::fsync(fd_.get()) != 0)
+      throw IoError(path_.string(), errno_message("cannot fsync", errno));
+    if (const int err = fd_.close(); err != 0)
+      throw IoError(path_.string(), errno_message("cannot close", err));
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+      throw IoError(path_.string(),
+                    errno_message("cannot rename temporary file into place", errno));
+    finished_ = true;
+  }
+
+ private:
+  static constexpr std::size_t capacity = std::size_t{1} << 20;
+  void flush() {
+    write_direct({buffer_.get(), used_});
+    used_ = 0;
+  }
+  void write_direct(std::span<const std::byte> bytes) {
+    if (bytes.size() > remaining_)
+      throw IoError(path_.string(), "more bytes than the shape in its header");
+    write_all(fd_.get(), bytes, path_.string());
+    remaining_ -= bytes.size();
+  }
+  std::filesystem::path path_;
+  std::string tmp_;
+  FileDescriptor fd_;
+  std::unique_ptr<std::byte[]> buffer_{new std::byte[capacity]};  // untouched until used
+  std::size_t used_ = 0, remaining_ = 0;
+  bool finished_ = false;
 };
+
+/// Streams rows `rows` of `t` into `dir/<name>.npy`.
+inline void write_rows(const std::filesystem::path& path, const HostTensor& t,
+                       std::span<const std::int64_t> rows) {
+  std::vector<std::int64_t> shape = t.shape.empty() ? std::vector<std::int64_t>{1} : t.shape;
+  shape[0] = static_cast<std::int64_t>(rows.size());
+  NpyStream out(path, t.dtype, shape);
+  const std::size_t rb = t.row_bytes();
+  for (std::int64_t r : rows) out.append(t.bytes.data() + static_cast<std::size_t>(r) * rb, rb);
+  out.finish();
+}
 
 }  // namespace detail
 
@@ -231,7 +316,6 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
                : detail::random_by_class(opts.balance_ntypes, num_parts, opts.seed);
     method = "random";
   } else {
-    auto [indptr, indices] = detail::symmetric_adjacency(g, threads);
     // Constraint columns, as DGL builds them: one-hot per balance class, plus in-degree
     // for balance_edges; with no class column the node count is the first constraint.
     const bool cls = !opts.balance_ntypes.empty();
@@ -253,7 +337,9 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     mo.vertex_weights = weights;
     mo.ncon = static_cast<int>(ncon);
     mo.seed = opts.seed;
-    MetisResult r = metis_partition(n, indptr, indices, mo);
+    // The symmetrised rows go straight into METIS's 32-bit arrays (no 64-bit copy).
+    MetisResult r = detail::metis_partition_rows(
+        n, [&](std::int64_t v, auto&& emit) { detail::symmetric_row(g, v, emit); }, mo, threads);
     part = std::move(r.parts);
     result.metis_edge_cut = r.edge_cut;
     method = "metis";
@@ -262,6 +348,8 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
 
   // 2. Relabel: new node IDs partition-major, then node type, then input ID; edges
   //    partition-major (owner = partition of the destination), then edge type, then input ID.
+  //    Bucket key = partition * types + type; types own contiguous input ranges, so a stable
+  //    sort by key keeps (type, input ID) order inside each partition.
   progress.begin("relabel");
   const auto& types = g.types;
   const std::int32_t ntypes = types.num_node_types(), etypes = types.num_edge_types();
@@ -281,115 +369,60 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     for (std::int64_t e : g.in.edges(v))
       edge_part[static_cast<std::size_t>(e)] = part[static_cast<std::size_t>(v)];
   });
-  // Bucket key = partition * types + type; types own contiguous input ranges, so a stable
-  // bucket sort by key keeps (type, input ID) order inside each partition.
-  std::vector<std::int32_t> node_key(static_cast<std::size_t>(n)),
-      edge_key(static_cast<std::size_t>(m));
+  // Nodes: new_nid[v] = rank of v; node_order = input ID at each rank (its inverse).
+  std::vector<std::int64_t> new_nid(static_cast<std::size_t>(n));
+  const std::vector<std::int64_t> node_off = detail::stable_ranks(
+      n, num_parts * ntypes, threads,
+      [&](std::int64_t v) {
+        return std::int64_t{part[static_cast<std::size_t>(v)]} * ntypes + node_type_of(v);
+      },
+      new_nid);
+  std::vector<std::int64_t> node_order(static_cast<std::size_t>(n));
   parallel_for(0, n, threads, [&](std::int64_t v) {
-    node_key[static_cast<std::size_t>(v)] =
-        part[static_cast<std::size_t>(v)] * ntypes + node_type_of(v);
+    node_order[static_cast<std::size_t>(new_nid[static_cast<std::size_t>(v)])] = v;
   });
-  parallel_for(0, m, threads, [&](std::int64_t e) {
-    edge_key[static_cast<std::size_t>(e)] =
-        edge_part[static_cast<std::size_t>(e)] * etypes + edge_type_of(e);
-  });
-  auto [node_off, node_order] = detail::bucket_by(node_key, num_parts * ntypes);
-  auto [edge_off, edge_order] = detail::bucket_by(edge_key, num_parts * etypes);
-  node_key = {};
-  edge_key = {};
-  std::vector<std::int64_t> new_nid(static_cast<std::size_t>(n)),
-      new_eid(static_cast<std::size_t>(m));
-  if (opts.relabel) {
-    for (std::int64_t i = 0; i < n; ++i)
-      new_nid[static_cast<std::size_t>(node_order[static_cast<std::size_t>(i)])] = i;
-    for (std::int64_t i = 0; i < m; ++i)
-      new_eid[static_cast<std::size_t>(edge_order[static_cast<std::size_t>(i)])] = i;
-  } else {
+  if (!opts.relabel) {
+    // Global IDs stay the input IDs; local order is input-ID order within each partition.
+    for (std::int64_t p = 0; p < num_parts; ++p)
+      std::sort(node_order.begin() + node_off[static_cast<std::size_t>(p * ntypes)],
+                node_order.begin() + node_off[static_cast<std::size_t>((p + 1) * ntypes)]);
     std::iota(new_nid.begin(), new_nid.end(), 0);
-    std::iota(new_eid.begin(), new_eid.end(), 0);
-    // Without relabeling, local order is input-ID order within each partition.
-    auto by_part = [](std::vector<std::int64_t>& order, const std::vector<std::int64_t>& off,
-                      std::int64_t per, std::int64_t parts) {
-      for (std::int64_t p = 0; p < parts; ++p)
-        std::sort(order.begin() + off[static_cast<std::size_t>(p * per)],
-                  order.begin() + off[static_cast<std::size_t>((p + 1) * per)]);
-    };
-    by_part(node_order, node_off, ntypes, num_parts);
-    by_part(edge_order, edge_off, etypes, num_parts);
+  }
+  // Edges: the same stable sort gives the new IDs (only counted without relabeling). The
+  // m-sized arrays are the cost of this stage, so only those needed are made.
+  std::vector<std::int64_t> new_eid(opts.relabel ? static_cast<std::size_t>(m) : 0);
+  const std::vector<std::int64_t> edge_off = detail::stable_ranks(
+      m, num_parts * etypes, threads,
+      [&](std::int64_t e) {
+        return std::int64_t{edge_part[static_cast<std::size_t>(e)]} * etypes + edge_type_of(e);
+      },
+      new_eid);
+  auto global_eid = [&](std::int64_t e) {
+    return opts.relabel ? new_eid[static_cast<std::size_t>(e)] : e;
+  };
+  // Input IDs of each partition's owned edges in global-ID order: only edge data needs them.
+  std::vector<std::int64_t> edge_order;
+  if (!edge_data.empty()) {
+    edge_order.resize(static_cast<std::size_t>(m));
+    if (opts.relabel) {
+      parallel_for(0, m, threads, [&](std::int64_t e) {
+        edge_order[static_cast<std::size_t>(new_eid[static_cast<std::size_t>(e)])] = e;
+      });
+    } else {
+      std::vector<std::int64_t> at(static_cast<std::size_t>(num_parts));
+      for (std::int64_t p = 0; p < num_parts; ++p)
+        at[static_cast<std::size_t>(p)] = edge_off[static_cast<std::size_t>(p * etypes)];
+      for (std::int64_t e = 0; e < m; ++e)
+        edge_order[static_cast<std::size_t>(
+            at[static_cast<std::size_t>(edge_part[static_cast<std::size_t>(e)])]++)] = e;
+    }
   }
   progress.end();
 
-  // 3. Build each partition's local graph: owned nodes first (global-ID order), then halo
-  //    nodes hop by hop (each hop sorted by global ID). Rows are local destinations.
+  // 3. Build and write each partition: owned nodes first (global-ID order), then halo
+  //    nodes hop by hop (each hop sorted by global ID). Rows are local destinations. The
+  //    arrays are streamed into their files as they are computed (see NpyStream).
   progress.begin("build partitions");
-  auto build_local = [&](std::int64_t p, std::vector<std::int64_t>& local_of) {
-    detail::LocalPartition lp;
-    const auto nb = node_off[static_cast<std::size_t>(p * ntypes)];
-    const auto ne = node_off[static_cast<std::size_t>((p + 1) * ntypes)];
-    lp.num_inner_nodes = ne - nb;
-    lp.inner_orig_nodes.assign(node_order.begin() + nb, node_order.begin() + ne);
-    const auto eb = edge_off[static_cast<std::size_t>(p * etypes)];
-    const auto ee = edge_off[static_cast<std::size_t>((p + 1) * etypes)];
-    lp.num_inner_edges = ee - eb;
-    lp.inner_orig_edges.assign(edge_order.begin() + eb, edge_order.begin() + ee);
-    std::vector<std::int64_t> local_nodes = lp.inner_orig_nodes;  // input IDs by local ID
-    for (std::size_t i = 0; i < local_nodes.size(); ++i)
-      local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
-    lp.indptr.push_back(0);
-    std::size_t frontier_begin = 0;
-    for (int hop = 0; hop <= opts.halo_hops; ++hop) {
-      const std::size_t frontier_end = local_nodes.size();
-      if (hop == opts.halo_hops) {  // the outermost halo nodes hold no edges
-        lp.indptr.resize(frontier_end + 1, lp.indptr.back());
-        break;
-      }
-      // Sources not yet local become the next hop's halo nodes, sorted by global ID.
-      const std::size_t hop_begin = local_nodes.size();
-      for (std::size_t r = frontier_begin; r < frontier_end; ++r)
-        for (std::int64_t u : g.in.neighbors(local_nodes[r]))
-          if (local_of[static_cast<std::size_t>(u)] < 0) {
-            local_of[static_cast<std::size_t>(u)] = 0;  // numbered below
-            local_nodes.push_back(u);
-          }
-      std::sort(local_nodes.begin() + static_cast<std::ptrdiff_t>(hop_begin), local_nodes.end(),
-                [&](std::int64_t a, std::int64_t b) {
-                  return new_nid[static_cast<std::size_t>(a)] <
-                         new_nid[static_cast<std::size_t>(b)];
-                });
-      for (std::size_t i = hop_begin; i < local_nodes.size(); ++i)
-        local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
-      for (std::size_t r = frontier_begin; r < frontier_end; ++r) {
-        const std::int64_t v = local_nodes[r];
-        for (std::int64_t u : g.in.neighbors(v))
-          lp.indices.push_back(local_of[static_cast<std::size_t>(u)]);
-        for (std::int64_t e : g.in.edges(v)) lp.orig_eid.push_back(e);
-        lp.indptr.push_back(static_cast<std::int64_t>(lp.indices.size()));
-      }
-      frontier_begin = frontier_end;
-      if (frontier_begin == local_nodes.size()) {  // nothing new: no further hops
-        lp.indptr.resize(local_nodes.size() + 1, lp.indptr.back());
-        break;
-      }
-    }
-    lp.nid.resize(local_nodes.size());
-    lp.orig_nid = local_nodes;
-    lp.inner_node.assign(local_nodes.size(), 0);
-    for (std::size_t i = 0; i < local_nodes.size(); ++i) {
-      lp.nid[i] = new_nid[static_cast<std::size_t>(local_nodes[i])];
-      lp.inner_node[i] = i < static_cast<std::size_t>(lp.num_inner_nodes);
-    }
-    lp.eid.resize(lp.orig_eid.size());
-    lp.inner_edge.resize(lp.orig_eid.size());
-    for (std::size_t k = 0; k < lp.orig_eid.size(); ++k) {
-      const auto e = static_cast<std::size_t>(lp.orig_eid[k]);
-      lp.eid[k] = new_eid[e];
-      lp.inner_edge[k] = edge_part[e] == p;
-    }
-    for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
-    return lp;
-  };
-  // Partitions are built and written in parallel, one worker per partition at a time; each
-  // worker keeps one input-ID -> local-ID table (reset after use) for all its partitions.
   const fs::path config_path = out_dir / (name + ".json");
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -408,50 +441,121 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     }
   } staging_guard{staging};
   result.parts.resize(static_cast<std::size_t>(num_parts));
-  const unsigned workers = static_cast<unsigned>(std::min<std::int64_t>(threads, num_parts));
-  auto write_part = [&](std::int64_t p, const detail::LocalPartition& lp) {
+  // local_of: input ID -> local ID (-1 = not local), one table per worker, reset after use.
+  auto build_part = [&](std::int64_t p, std::vector<std::int64_t>& local_of,
+                        std::vector<std::int64_t>& local_nodes) {
+    const auto nb = node_off[static_cast<std::size_t>(p * ntypes)];
+    const auto ne = node_off[static_cast<std::size_t>((p + 1) * ntypes)];
+    const auto eb = edge_off[static_cast<std::size_t>(p * etypes)];
+    const auto ee = edge_off[static_cast<std::size_t>((p + 1) * etypes)];
+    const std::span<const std::int64_t> inner(node_order.data() + nb,
+                                              static_cast<std::size_t>(ne - nb));
+    local_nodes.assign(inner.begin(), inner.end());  // input IDs by local ID
+    for (std::size_t i = 0; i < local_nodes.size(); ++i)
+      local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
+    // Level h holds the nodes h in-hops away; rows of levels below halo_hops hold all their
+    // in-edges, the outermost level none.
+    std::size_t level_begin = 0, edge_rows = local_nodes.size();
+    for (int hop = 1; hop <= opts.halo_hops; ++hop) {
+      const std::size_t level_end = local_nodes.size();
+      edge_rows = level_end;
+      for (std::size_t r = level_begin; r < level_end; ++r)
+        for (std::int64_t u : g.in.neighbors(local_nodes[r]))
+          if (local_of[static_cast<std::size_t>(u)] < 0) {
+            local_of[static_cast<std::size_t>(u)] = 0;  // numbered below
+            local_nodes.push_back(u);
+          }
+      if (local_nodes.size() == level_end) break;  // nothing new: no further hops
+      // Sort the new level by global ID: sort the IDs themselves, then map them back.
+      const auto first = local_nodes.begin() + static_cast<std::ptrdiff_t>(level_end);
+      for (auto it = first; it != local_nodes.end(); ++it)
+        *it = new_nid[static_cast<std::size_t>(*it)];
+      std::sort(first, local_nodes.end());
+      for (auto it = first; it != local_nodes.end(); ++it)
+        if (opts.relabel) *it = node_order[static_cast<std::size_t>(*it)];
+      for (std::size_t i = level_end; i < local_nodes.size(); ++i)
+        local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
+      level_begin = level_end;
+    }
+    const auto num_local = static_cast<std::int64_t>(local_nodes.size());
+    std::int64_t local_edges = 0;
+    for (std::size_t r = 0; r < edge_rows; ++r) local_edges += g.in.degree(local_nodes[r]);
+
     const fs::path dir = staging / ("part" + std::to_string(p));
     fs::create_directories(dir / "graph");
     fs::create_directories(dir / "node_feat");
     fs::create_directories(dir / "edge_feat");
-    auto w = [&](const char* file, const auto& v) {
-      using T = typename std::decay_t<decltype(v)>::value_type;
-      write_npy<T>(dir / "graph" / file, std::span<const T>(v.data(), v.size()));
-    };
-    w("indptr.npy", lp.indptr);
-    w("indices.npy", lp.indices);
-    w("eid.npy", lp.eid);
-    w("orig_eid.npy", lp.orig_eid);
-    w("nid.npy", lp.nid);
-    w("orig_nid.npy", lp.orig_nid);
-    auto wb = [&](const char* file, const std::vector<std::uint8_t>& v) {
-      const std::int64_t shape[] = {static_cast<std::int64_t>(v.size())};
-      write_npy(dir / "graph" / file, DType::bool_, shape, v.data());
-    };
-    wb("inner_node.npy", lp.inner_node);
-    wb("inner_edge.npy", lp.inner_edge);
-    for (const auto& [tname, t] : node_data) {
-      const HostTensor rows = t.gather_rows(lp.inner_orig_nodes);
-      write_npy(dir / "node_feat" / (tname + ".npy"), rows.dtype, rows.shape, rows.bytes.data());
+    using detail::NpyStream;
+    {
+      NpyStream indptr(dir / "graph" / "indptr.npy", DType::int64, {num_local + 1});
+      std::int64_t at = 0;
+      indptr.push(at);
+      for (std::size_t r = 0; r < local_nodes.size(); ++r) {
+        if (r < edge_rows) at += g.in.degree(local_nodes[r]);
+        indptr.push(at);
+      }
+      indptr.finish();
     }
-    for (const auto& [tname, t] : edge_data) {
-      const HostTensor rows = t.gather_rows(lp.inner_orig_edges);
-      write_npy(dir / "edge_feat" / (tname + ".npy"), rows.dtype, rows.shape, rows.bytes.data());
+    {
+      NpyStream indices(dir / "graph" / "indices.npy", DType::int64, {local_edges});
+      NpyStream eid(dir / "graph" / "eid.npy", DType::int64, {local_edges});
+      NpyStream orig_eid(dir / "graph" / "orig_eid.npy", DType::int64, {local_edges});
+      NpyStream inner_edge(dir / "graph" / "inner_edge.npy", DType::bool_, {local_edges});
+      for (std::size_t r = 0; r < edge_rows; ++r) {
+        const auto sources = g.in.neighbors(local_nodes[r]);
+        const auto edges = g.in.edges(local_nodes[r]);
+        // An edge is owned by its destination's partition: the rows of owned nodes hold
+        // exactly the owned edges (no lookup in edge_part).
+        const auto owned = static_cast<std::uint8_t>(r < inner.size());
+        for (std::size_t k = 0; k < sources.size(); ++k) {
+          const std::int64_t e = edges[k];
+          // new_eid is read at random (edge IDs follow the source order); prefetching a few
+          // edges ahead overlaps those cache misses.
+          if (opts.relabel && k + 8 < edges.size())
+            __builtin_prefetch(new_eid.data() + edges[k + 8]);
+          indices.push(local_of[static_cast<std::size_t>(sources[k])]);
+          eid.push(global_eid(e));
+          orig_eid.push(e);
+          inner_edge.push(owned);
+        }
+      }
+      indices.finish();
+      eid.finish();
+      orig_eid.finish();
+      inner_edge.finish();
     }
+    {
+      NpyStream nid(dir / "graph" / "nid.npy", DType::int64, {num_local});
+      NpyStream orig_nid(dir / "graph" / "orig_nid.npy", DType::int64, {num_local});
+      NpyStream inner_node(dir / "graph" / "inner_node.npy", DType::bool_, {num_local});
+      for (std::size_t i = 0; i < local_nodes.size(); ++i) {
+        nid.push(new_nid[static_cast<std::size_t>(local_nodes[i])]);
+        inner_node.push(static_cast<std::uint8_t>(i < inner.size()));
+      }
+      orig_nid.append(local_nodes.data(), local_nodes.size() * sizeof(std::int64_t));
+      nid.finish();
+      orig_nid.finish();
+      inner_node.finish();
+    }
+    for (const auto& [tname, t] : node_data)
+      detail::write_rows(dir / "node_feat" / (tname + ".npy"), t, inner);
+    for (const auto& [tname, t] : edge_data)
+      detail::write_rows(dir / "edge_feat" / (tname + ".npy"), t,
+                         {edge_order.data() + eb, static_cast<std::size_t>(ee - eb)});
+    for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
+    auto& st = result.parts[static_cast<std::size_t>(p)];
+    st.inner_nodes = ne - nb;
+    st.halo_nodes = num_local - st.inner_nodes;
+    st.inner_edges = ee - eb;
+    st.local_edges = local_edges;
   };
+  // Partitions are built and written in parallel, one worker per partition at a time.
+  const unsigned workers = static_cast<unsigned>(std::min<std::int64_t>(threads, num_parts));
   parallel_chunks(
       0, num_parts, workers,
       [&](unsigned, std::int64_t pb, std::int64_t pe) {
-        std::vector<std::int64_t> local_of(static_cast<std::size_t>(n), -1);
-        for (std::int64_t p = pb; p < pe; ++p) {
-          const detail::LocalPartition lp = build_local(p, local_of);
-          write_part(p, lp);
-          auto& st = result.parts[static_cast<std::size_t>(p)];
-          st.inner_nodes = lp.num_inner_nodes;
-          st.halo_nodes = static_cast<std::int64_t>(lp.nid.size()) - lp.num_inner_nodes;
-          st.inner_edges = lp.num_inner_edges;
-          st.local_edges = static_cast<std::int64_t>(lp.eid.size());
-        }
+        std::vector<std::int64_t> local_of(static_cast<std::size_t>(n), -1), local_nodes;
+        for (std::int64_t p = pb; p < pe; ++p) build_part(p, local_of, local_nodes);
       },
       1);
   if (!opts.relabel) {
