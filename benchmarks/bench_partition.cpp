@@ -480,22 +480,28 @@ int main(int argc, char** argv) {
   fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
   fs::remove(root / "gpmetis.log");
 
-  // partition_graph with METIS, in a child holding the input.
-  json metis_run;
-  for (int r = 0; r < args.runs; ++r) {
-    rep.note("partition_graph (METIS) ...");
-    fs::remove_all(root / "metis");
-    json j = run_in_child([&] {
-      distgraph::Stopwatch clock;
-      const auto res = distgraph::partition_graph(
-          g, "rmat", args.parts, root / "metis",
-          {.method = distgraph::PartMethod::metis, .num_threads = T}, node_data);
-      return result_json(res, clock.seconds());
-    });
-    if (metis_run.is_null() || j["seconds"].get<double>() < metis_run["seconds"].get<double>())
-      metis_run = j;
-  }
-  fs::remove_all(root / "metis");
+  // Runs partition_graph with `options` into root/<sub> in a forked child holding the input,
+  // best of R runs; `after` sees each run's output before it is removed.
+  auto best_run = [&](const std::string& sub, const distgraph::PartitionOptions& options,
+                      const std::function<void(const fs::path&)>& after) {
+    json best;
+    for (int r = 0; r < args.runs; ++r) {
+      rep.note("partition_graph (" + sub + ") ...");
+      const fs::path dir = root / sub;
+      fs::remove_all(dir);
+      json j = run_in_child([&] {
+        distgraph::Stopwatch clock;
+        const auto res = distgraph::partition_graph(g, "rmat", args.parts, dir, options, node_data);
+        return result_json(res, clock.seconds());
+      });
+      if (best.is_null() || j["seconds"].get<double>() < best["seconds"].get<double>()) best = j;
+      if (after) after(dir);
+      fs::remove_all(dir);
+    }
+    return best;
+  };
+  const json metis_run =
+      best_run("metis", {.method = distgraph::PartMethod::metis, .num_threads = T}, nullptr);
 
   json tparams = params;
   tparams["gpmetis_wall_s"] = gp.wall_s;
@@ -539,29 +545,18 @@ int main(int argc, char** argv) {
                  .params = rparams});
 
   // partition_graph with random assignment, then the same bytes written as plain files.
-  json random_run;
   double write_s = std::numeric_limits<double>::infinity();
   std::vector<FileSize> files;
-  for (int r = 0; r < args.runs; ++r) {
-    rep.note("partition_graph (random) ...");
-    fs::remove_all(root / "random");
-    json j = run_in_child([&] {
-      distgraph::Stopwatch clock;
-      const auto res = distgraph::partition_graph(
-          g, "rmat", args.parts, root / "random",
-          {.method = distgraph::PartMethod::random, .seed = 7, .num_threads = T}, node_data);
-      return result_json(res, clock.seconds());
-    });
-    if (random_run.is_null() || j["seconds"].get<double>() < random_run["seconds"].get<double>())
-      random_run = j;
-    files = list_files(root / "random");
-    fs::remove_all(root / "random");
-    rep.note("writing the same bytes as plain files ...");
-    write_s = std::min(
-        write_s, write_files_seconds(root / "write_bound", files,
-                                     static_cast<unsigned>(std::min<std::int64_t>(T, args.parts))));
-    fs::remove_all(root / "write_bound");
-  }
+  const json random_run = best_run(
+      "random", {.method = distgraph::PartMethod::random, .seed = 7, .num_threads = T},
+      [&](const fs::path& dir) {
+        files = list_files(dir);
+        fs::remove_all(dir);
+        rep.note("writing the same bytes as plain files ...");
+        const auto writers = static_cast<unsigned>(std::min<std::int64_t>(T, args.parts));
+        write_s = std::min(write_s, write_files_seconds(root / "write_bound", files, writers));
+        fs::remove_all(root / "write_bound");
+      });
   std::uintmax_t out_bytes = 0;
   for (const auto& f : files) out_bytes += f.bytes;
   json wparams = params;
