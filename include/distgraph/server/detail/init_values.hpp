@@ -7,7 +7,7 @@
 
 namespace distgraph::detail {
 
-inline std::uint64_t mix64(std::uint64_t x) noexcept {
+inline std::uint64_t init_mix(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -18,7 +18,7 @@ inline std::uint64_t mix64(std::uint64_t x) noexcept {
 inline double unit_hash(std::uint64_t seed, std::int64_t row, std::int64_t col,
                         std::uint64_t stream = 0) noexcept {
   const std::uint64_t h =
-      mix64(mix64(mix64(seed ^ (stream << 56)) ^ static_cast<std::uint64_t>(row)) ^
+      init_mix(init_mix(init_mix(seed ^ (stream << 56)) ^ static_cast<std::uint64_t>(row)) ^
             static_cast<std::uint64_t>(col));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
