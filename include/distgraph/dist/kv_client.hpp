@@ -161,6 +161,13 @@ class KVClient {
                                                   " output bytes; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
     const Groups g = group(kind, global_ids);
+    // One owner: no reordering is needed, rows land in `out` directly.
+    if (g.parts.size() == 1 && is_colocated(g.parts[0])) {
+      std::vector<std::int64_t> local(global_ids.size());
+      to_local(kind, global_ids, local);
+      colocated_->read_rows(name, local, out);
+      return;
+    }
     std::vector<PendingCall> calls(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (is_colocated(g.parts[k])) continue;
@@ -189,7 +196,10 @@ class KVClient {
         throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
                             ": reply of the wrong size; expected " + std::to_string(want) +
                             " bytes");
-      g.scatter(k, r.body.parts[0], out, row_bytes);
+      if (g.parts.size() == 1)
+        std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
+      else
+        g.scatter(k, r.body.parts[0], out, row_bytes);
     }
   }
 

@@ -1,0 +1,286 @@
+// bench_kvstore: the KV data plane (KVServer + KVClient) beside bounds measured in the same run.
+//
+//   bench_kvstore [--rows-per-part N] [--cols C] [--runs R] [--clients K] [--json]
+//
+// pull_colocated   rows/s: KVClient::pull of 1000 random rows x C float32 that this
+//                  trainer's machine owns, read from the shared MmapStorage without a
+//                  request. Bound: a plain gather loop (memcpy of the same rows from a heap
+//                  array of the same size). Target ratio >= 0.5.
+// pull_remote      GB/s of rows: 10,000 random rows x C float32 owned by a server reached
+//                  over AsioTransport on loopback. Bound: a raw blocking socket pair moving
+//                  the same request and reply bytes. Target ratio >= 0.6.
+// rtt_small        us per pull of 100 rows over loopback. Bound: the raw socket pair's
+//                  exchange of the same sizes. Target ratio (bound/value) >= 0.5.
+// pull_concurrent  aggregate rows/s of K trainer clients (own connections) pulling 10,000
+//                  random rows each from 2 servers at once. Bound: the raw pair's single
+//                  stream in rows/s. Afterwards K clients push_add to overlapping rows and
+//                  the sums are checked (params.lost_updates must be 0).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "distgraph/dist/dist_tensor.hpp"
+#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/partition/range_partition_book.hpp"
+#include "distgraph/server/kv_server.hpp"
+#include "distgraph/storage/mmap_storage.hpp"
+#include "distgraph/transport/asio_server.hpp"
+#include "distgraph/transport/asio_transport.hpp"
+#include "support/flags.hpp"
+#include "support/raw_tcp.hpp"
+#include "support/report.hpp"
+
+namespace {
+
+using namespace distgraph;
+using distgraph::bench::Figure;
+using distgraph::bench::Kind;
+using distgraph::bench::RawPair;
+using distgraph::bench::seconds_of;
+using Client = KVClient<RangePartitionBook, AsioTransport, MmapStorage>;
+
+constexpr int parts = 2;
+
+/// Two KV servers (partition 0 and 1) over MmapStorage folders, listening on loopback.
+struct Servers {
+  std::vector<std::filesystem::path> dirs;
+  std::vector<std::shared_ptr<MmapStorage>> stores;
+  std::vector<std::unique_ptr<KVServer<MmapStorage>>> kv;
+  std::vector<std::unique_ptr<AsioServer>> net;
+
+  Servers(const RangePartitionBook& book, std::int64_t cols, unsigned threads) {
+    const std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
+                                           ? "/dev/shm"
+                                           : std::filesystem::temp_directory_path();
+    for (int p = 0; p < parts; ++p) {
+      dirs.push_back(
+          base / ("distgraph-bench-kv-" + std::to_string(::getpid()) + "-" + std::to_string(p)));
+      std::filesystem::remove_all(dirs.back());
+      stores.push_back(std::make_shared<MmapStorage>(MmapStorage::create_dir(dirs.back())));
+      kv.push_back(
+          std::make_unique<KVServer<MmapStorage>>(stores.back(), AnyPartitionBook(book), p));
+      kv.back()->create({"feat",
+                         DType::float32,
+                         RowKind::node,
+                         book.num_nodes(),
+                         cols,
+                         {InitKind::uniform, -1, 1, 7}});
+      kv.back()->create({"counter", DType::int64, RowKind::node, book.num_nodes(), 1, {}});
+      net.push_back(std::make_unique<AsioServer>(kv.back()->handler(),
+                                                 AsioServerOptions{.num_threads = threads}));
+      net.back()->start();
+    }
+  }
+  ~Servers() {
+    for (auto& n : net) n->stop();
+    for (auto& d : dirs) std::filesystem::remove_all(d);
+  }
+  std::vector<Endpoint> endpoints() const {
+    std::vector<Endpoint> e;
+    for (auto& n : net) e.push_back(n->endpoint());
+    return e;
+  }
+};
+
+std::vector<std::int64_t> random_ids(std::int64_t lo, std::int64_t hi, std::size_t n,
+                                     std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::int64_t> d(lo, hi - 1);
+  std::vector<std::int64_t> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t rows_per_part = 500'000, cols = 100;
+  int runs = 5, clients = 4;
+  bench::Flags("bench_kvstore")
+      .add("--rows-per-part", rows_per_part, 10'000, 100'000'000)
+      .add("--cols", cols, 1, 10'000)
+      .add("--runs", runs, 1, 1000)
+      .add("--clients", clients, 1, 64)
+      .parse(argc, argv);
+  bench::Reporter rep(argc, argv, "bench_kvstore");
+  const RangePartitionBook book({rows_per_part, rows_per_part}, {0, 0});
+  rep.header({{"partitions", std::to_string(parts)},
+              {"rows_per_partition", std::to_string(rows_per_part)},
+              {"cols", std::to_string(cols) + " x float32"},
+              {"clients", std::to_string(clients)},
+              {"server_io_threads", "2"},
+              {"runs", std::to_string(runs) + " (best kept; bound and figure alternate)"}});
+  Servers servers(book, cols, 2);
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+  auto make_client = [&](int machine) {
+    std::shared_ptr<MmapStorage> local;
+    if (machine >= 0)
+      local = std::make_shared<MmapStorage>(
+          MmapStorage::attach(servers.dirs[static_cast<std::size_t>(machine)]));
+    return std::make_shared<Client>(std::make_shared<AsioTransport>(servers.endpoints()), book,
+                                    ClusterLayout{.num_machines = parts,
+                                                  .servers_per_machine = 1,
+                                                  .machine_id = machine,
+                                                  .num_trainers = 1},
+                                    local);
+  };
+  std::mt19937_64 rng(1);
+
+  // --- pull_colocated -------------------------------------------------------------
+  {
+    auto client = make_client(0);
+    const auto feat = DistTensor<float, Client>::open(client, "feat", RowKind::node);
+    std::vector<float> heap(static_cast<std::size_t>(rows_per_part * cols), 1.0f);
+    std::vector<float> out(1000 * static_cast<std::size_t>(cols));
+    // Touch every page of both sources first: first-touch faults are not the steady state.
+    std::vector<std::int64_t> all(static_cast<std::size_t>(rows_per_part));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    for (std::size_t b = 0; b < all.size(); b += 1000)
+      feat.pull(std::span(all).subspan(b, std::min<std::size_t>(1000, all.size() - b)),
+                std::span(out).first(std::min<std::size_t>(1000, all.size() - b) * cols));
+    constexpr int batches = 2000;
+    std::vector<std::vector<std::int64_t>> ids;
+    for (int b = 0; b < batches; ++b) ids.push_back(random_ids(0, rows_per_part, 1000, rng));
+    double best_ours = 1e300, best_bound = 1e300;
+    for (int r = 0; r < runs; ++r) {
+      best_bound = std::min(best_bound, seconds_of([&] {
+                              for (const auto& batch : ids)
+                                for (std::size_t i = 0; i < batch.size(); ++i)
+                                  std::memcpy(out.data() + i * cols, heap.data() + batch[i] * cols,
+                                              row_bytes);
+                            }));
+      best_ours = std::min(best_ours, seconds_of([&] {
+                             for (const auto& batch : ids) feat.pull(batch, out);
+                           }));
+    }
+    const double rows = 1000.0 * batches;
+    rep.add({"pull_colocated",
+             rows / best_ours,
+             "rows/s",
+             rows / best_bound,
+             "plain_gather_loop",
+             Kind::rate,
+             {{"batch_rows", 1000}, {"cols", cols}, {"batches", batches}}});
+  }
+
+  // --- pull_remote and rtt_small ------------------------------------------------------
+  {
+    auto client = make_client(-1);
+    const auto feat = DistTensor<float, Client>::open(client, "feat", RowKind::node);
+    RawPair raw;
+    const auto big = random_ids(rows_per_part, 2 * rows_per_part, 10'000, rng);  // partition 1
+    const auto small = random_ids(rows_per_part, 2 * rows_per_part, 100, rng);
+    std::vector<float> out_big(big.size() * cols), out_small(small.size() * cols);
+    // Request and reply bytes as the KV protocol moves them (frame header, head, parts).
+    const std::size_t big_req = big.size() * 8 + 64, big_rep = big.size() * row_bytes + 32;
+    const std::size_t small_req = small.size() * 8 + 64, small_rep = small.size() * row_bytes + 32;
+    for (int i = 0; i < 20; ++i) {
+      feat.pull(big, out_big);
+      raw.exchange(big_req, big_rep);
+    }
+    constexpr int big_iters = 100, small_iters = 2000;
+    double ours_big = 1e300, raw_big = 1e300, ours_small = 1e300, raw_small = 1e300;
+    for (int r = 0; r < runs; ++r) {
+      raw_big = std::min(raw_big, seconds_of([&] {
+                           for (int i = 0; i < big_iters; ++i) raw.exchange(big_req, big_rep);
+                         }));
+      ours_big = std::min(ours_big, seconds_of([&] {
+                            for (int i = 0; i < big_iters; ++i) feat.pull(big, out_big);
+                          }));
+      raw_small = std::min(raw_small, seconds_of([&] {
+                             for (int i = 0; i < small_iters; ++i)
+                               raw.exchange(small_req, small_rep);
+                           }));
+      ours_small = std::min(ours_small, seconds_of([&] {
+                              for (int i = 0; i < small_iters; ++i) feat.pull(small, out_small);
+                            }));
+    }
+    const double gb = static_cast<double>(big.size() * row_bytes) * big_iters / 1e9;
+    rep.add({"pull_remote",
+             gb / ours_big,
+             "GB/s",
+             gb / raw_big,
+             "raw_loopback_tcp",
+             Kind::rate,
+             {{"rows", big.size()}, {"cols", cols}}});
+    rep.add({"rtt_small",
+             ours_small / small_iters * 1e6,
+             "us",
+             raw_small / small_iters * 1e6,
+             "raw_tcp_ping_pong",
+             Kind::time,
+             {{"rows", small.size()}, {"cols", cols}}});
+
+    // --- pull_concurrent: K clients, both servers at once -------------------------------
+    constexpr int conc_iters = 40;
+    std::vector<std::shared_ptr<Client>> cs;
+    for (int k = 0; k < clients; ++k) cs.push_back(make_client(-1));
+    std::vector<std::vector<std::int64_t>> conc_ids;
+    for (int k = 0; k < clients; ++k)
+      conc_ids.push_back(random_ids(0, 2 * rows_per_part, 10'000, rng));
+    double best_conc = 1e300;
+    for (int r = 0; r < runs; ++r) {
+      best_conc = std::min(best_conc, seconds_of([&] {
+                             std::vector<std::thread> ts;
+                             for (int k = 0; k < clients; ++k)
+                               ts.emplace_back([&, k] {
+                                 const auto t = DistTensor<float, Client>::open(
+                                     cs[static_cast<std::size_t>(k)], "feat", RowKind::node);
+                                 std::vector<float> o(10'000 * static_cast<std::size_t>(cols));
+                                 for (int i = 0; i < conc_iters; ++i)
+                                   t.pull(conc_ids[static_cast<std::size_t>(k)], o);
+                               });
+                             for (auto& t : ts) t.join();
+                           }));
+    }
+    // No lost updates: every client adds 1 to the same 20,000 rows (both partitions) 20 times.
+    constexpr int add_rounds = 20;
+    const auto hot = random_ids(0, 2 * rows_per_part, 20'000, rng);
+    {
+      std::vector<std::thread> ts;
+      for (int k = 0; k < clients; ++k)
+        ts.emplace_back([&, k] {
+          const auto t = DistTensor<std::int64_t, Client>::open(cs[static_cast<std::size_t>(k)],
+                                                                "counter", RowKind::node);
+          const std::vector<std::int64_t> ones(hot.size(), 1);
+          for (int i = 0; i < add_rounds; ++i) t.push_add(hot, ones);
+        });
+      for (auto& t : ts) t.join();
+    }
+    std::vector<std::int64_t> expected(static_cast<std::size_t>(2 * rows_per_part), 0);
+    for (auto id : hot) expected[static_cast<std::size_t>(id)] += clients * add_rounds;
+    std::vector<std::int64_t> all(expected.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    const auto counter = DistTensor<std::int64_t, Client>::open(cs[0], "counter", RowKind::node);
+    const auto got = counter.pull(all);
+    std::int64_t lost = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) lost += std::llabs(expected[i] - got[i]);
+    const double conc_rows = 10'000.0 * conc_iters * clients;
+    const double raw_rows_per_s = (static_cast<double>(big.size()) * big_iters) / raw_big;
+    rep.add({"pull_concurrent",
+             conc_rows / best_conc,
+             "rows/s",
+             raw_rows_per_s,
+             "raw_loopback_tcp_rows",
+             Kind::rate,
+             {{"clients", clients},
+              {"servers", parts},
+              {"rows_per_request", 10'000},
+              {"lost_updates", lost}}});
+    if (lost != 0) {
+      std::fprintf(stderr, "bench_kvstore: %lld lost updates under concurrent push_add\n",
+                   static_cast<long long>(lost));
+      return 1;
+    }
+  }
+  return 0;
+}
