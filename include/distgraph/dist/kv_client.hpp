@@ -277,7 +277,6 @@ class KVClient {
     }
   }
 
- private:
   /// A request whose head, IDs and rows the message itself keeps alive: a call that
   /// times out may still be queued for writing after the caller has moved on.
   static Message rows_message(std::vector<std::byte> head, std::vector<std::int64_t> ids,
@@ -360,6 +359,24 @@ class KVClient {
       book_.edge_to_local(gids, out);
   }
 
+  /// Sends `type` to the server of each group in `g` (the main server when `main`), with
+  /// head `head(count)` and part 0 = that group's IDs; co-located groups are skipped when
+  /// `skip_colocated` (their PendingCall is left invalid). Does not wait.
+  template <class HeadFn>
+  std::vector<PendingCall> send_groups(const Groups& g, std::span<const std::int64_t> global_ids,
+                                       MsgType type, HeadFn&& head, bool skip_colocated,
+                                       bool main = false) {
+    std::vector<PendingCall> calls(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (skip_colocated && is_colocated(g.parts[k])) continue;
+      calls[k] = transport_->send(
+          server_for(g.parts[k], main), type,
+          rows_message(head(static_cast<std::int64_t>(g.count(k))), g.ids_of(k, global_ids)));
+    }
+    return calls;
+  }
+
+ private:
   std::shared_ptr<T> transport_;
   Book book_;
   ClusterLayout layout_;

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/server/graph_server.hpp"
@@ -15,6 +16,9 @@
 #include "distgraph/transport/in_process_transport.hpp"
 
 namespace distgraph {
+
+/// The DistGraph a standalone (single-process) run uses.
+using StandaloneGraph = DistGraph<RangePartitionBook, InProcessTransport, InMemoryStorage>;
 
 /// Standalone mode: loads every partition of `config` into a GraphServer of its own
 /// storage in this process, and hands out clients whose calls go straight to those
@@ -54,6 +58,13 @@ class StandaloneCluster {
                          .num_trainers = num_trainers};
     return std::make_shared<KVClient<Book, InProcessTransport, S>>(transport(), *b, layout, nullptr,
                                                                    options);
+  }
+
+  /// A DistGraph over client<Book>(num_trainers).
+  template <PartitionBook Book = RangePartitionBook>
+  DistGraph<Book, InProcessTransport, S> graph(std::int32_t num_trainers = 1,
+                                               ClientOptions options = {}) {
+    return DistGraph<Book, InProcessTransport, S>(client<Book>(num_trainers, options));
   }
 
  private:

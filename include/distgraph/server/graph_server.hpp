@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -13,6 +15,12 @@
 #include <vector>
 
 #include "distgraph/partition/load_partition.hpp"
+#include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/partition_view.hpp"
+#include "distgraph/sampling/sample_local.hpp"
+#include "distgraph/sampling/uniform_replace_sampler.hpp"
+#include "distgraph/sampling/uniform_sampler.hpp"
+#include "distgraph/sampling/weighted_sampler.hpp"
 #include "distgraph/server/kv_server.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
@@ -57,6 +65,8 @@ class GraphServer {
           return on_degrees(req);
         case MsgType::find_edges:
           return on_find_edges(req);
+        case MsgType::sample_neighbors:
+          return on_sample(req);
         default:
           return kv_.handle(req);
       }
@@ -64,6 +74,14 @@ class GraphServer {
       return Reply::error(Status::bad_request, e.what());
     } catch (const IdOutOfRange& e) {
       return Reply::error(Status::out_of_range, e.what());
+    } catch (const NotFound& e) {
+      return Reply::error(Status::not_found, e.what());
+    } catch (const DTypeError& e) {
+      return Reply::error(Status::dtype_mismatch, e.what());
+    } catch (const ShapeError& e) {
+      return Reply::error(Status::shape_mismatch, e.what());
+    } catch (const InvalidArgument& e) {
+      return Reply::error(Status::bad_request, e.what());
     } catch (const std::exception& e) {
       return Reply::error(Status::internal_error, e.what());
     }
@@ -91,6 +109,28 @@ class GraphServer {
     for (auto& v : local) v = part_.graph.degree(v);
     return local;
   }
+  /// Samples in-neighbours of owned seeds `global_ids` (see sample_neighbors_local): the
+  /// same picks a trainer holding this partition would make for the same key.
+  Frontier sample(std::span<const std::int64_t> global_ids, std::int64_t fanout,
+                  const SampleKey& key, const SamplerSpec& spec) {
+    std::vector<std::int64_t> local(global_ids.size());
+    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::node, global_ids, local);
+    const LocalGraphView view = partition_view(part_);
+    SampleOptions opts;
+    opts.num_threads = 1;  // the server runs many requests at once
+    switch (spec.kind) {
+      case SamplerKind::uniform:
+        return sample_neighbors_local(view, local, fanout, key, UniformSampler{}, opts);
+      case SamplerKind::uniform_replace:
+        return sample_neighbors_local(view, local, fanout, key, UniformReplaceSampler{}, opts);
+      case SamplerKind::full:
+        return sample_neighbors_local(view, local, fanout, key, FullNeighborSampler{}, opts);
+      case SamplerKind::weighted:
+        return sample_neighbors_local(view, local, fanout, key, weighted_sampler(spec), opts);
+    }
+    throw ProtocolError("sample_neighbors: unknown sampler kind");
+  }
+
   /// This partition's share of the out-degrees of any nodes: the edges it stores whose
   /// source is the node (a node's out-edges are spread over its neighbours' owners).
   std::vector<std::int64_t> out_degree_share(std::span<const std::int64_t> global_ids) const {
@@ -149,6 +189,39 @@ class GraphServer {
     return r;
   }
 
+  Reply on_sample(const Request& req) {
+    const auto q = SampleRequest::decode(req.body.head);
+    if (req.body.parts.size() != 1)
+      throw ProtocolError("sample_neighbors: expected 1 part (seeds)");
+    const auto seeds = part_as<std::int64_t>(req.body.parts[0], q.count, "sample_neighbors");
+    Frontier f = sample(seeds, q.fanout, q.key, q.sampler);
+    return ids_reply({std::move(f.src), std::move(f.dst), std::move(f.eid)});
+  }
+
+  /// The weighted sampler over edge data tensor `spec.prob`, its values laid out by CSC
+  /// position; built on first use and cached (a later push to the tensor is not seen).
+  WeightedSampler weighted_sampler(const SamplerSpec& spec) {
+    const std::string name = edge_data_name(spec.prob);
+    std::lock_guard lock(weights_mu_);
+    const std::string key = name + (spec.replace ? "#r" : "#n");
+    if (auto it = weights_.find(key); it != weights_.end()) return it->second;
+    const TensorSpec ts = kv_.storage().spec(name);
+    if (ts.dtype != DType::float32 || ts.cols != 1)
+      throw DTypeError("edge data '" + spec.prob + "'",
+                       "probabilities must be one float32 per edge");
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(ts.rows));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+    std::vector<float> by_local(rows.size());
+    kv_.storage().read_rows(name, rows, std::as_writable_bytes(std::span(by_local)));
+    // Edges outside the partition's own (deeper halos) are never a seed's in-edge: 0.
+    std::vector<float> by_pos(static_cast<std::size_t>(part_.graph.num_edges()), 0.0f);
+    for (std::size_t l = 0; l < edge_pos_.size() && l < by_local.size(); ++l)
+      by_pos[static_cast<std::size_t>(edge_pos_[l])] = by_local[l];
+    WeightedOptions wo;
+    wo.replace = spec.replace;
+    return weights_.emplace(key, WeightedSampler(std::move(by_pos), wo)).first->second;
+  }
+
   /// degrees: head = u8 kind (in/out), i64 count; part 0 = global node IDs. Reply part 0
   /// = int64 degrees (out: this partition's share; the trainer sums over partitions).
   Reply on_degrees(const Request& req) {
@@ -192,6 +265,8 @@ class GraphServer {
   std::unordered_map<std::int64_t, std::int64_t> local_of_;  // global -> local node
   std::vector<std::int64_t> out_share_;                      // per local node
   std::vector<std::int64_t> edge_pos_;                       // owned edge -> CSC position
+  std::mutex weights_mu_;
+  std::map<std::string, WeightedSampler> weights_;
 };
 
 }  // namespace distgraph

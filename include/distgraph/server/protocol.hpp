@@ -13,6 +13,7 @@
 
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/sampling/rng.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/transport/message.hpp"
 
@@ -229,6 +230,53 @@ struct BarrierRequest {
     q.name = r.get_string(256);
     q.participants = r.get<std::int64_t>();
     q.timeout_ms = r.get<std::int64_t>();
+    r.finish();
+    return q;
+  }
+};
+
+/// Which sampler a sample_neighbors request runs.
+enum class SamplerKind : std::uint8_t { uniform = 0, uniform_replace = 1, full = 2, weighted = 3 };
+
+/// How to sample: the sampler, its edge-probability data (weighted: the name of a float32
+/// edge data tensor, e.g. "p" for edata "p") and replacement for weighted draws.
+struct SamplerSpec {
+  SamplerKind kind = SamplerKind::uniform;
+  std::string prob;      ///< weighted only
+  bool replace = false;  ///< weighted only (uniform_replace is its own kind)
+};
+
+/// sample_neighbors: head = key, fanout, sampler spec, seed count; part 0 = global seed IDs
+/// the server owns. Reply parts = global src, dst, edge IDs of the sampled in-edges,
+/// grouped by seed in request order.
+struct SampleRequest {
+  SampleKey key{};
+  std::int64_t fanout = -1;
+  SamplerSpec sampler{};
+  std::int64_t count = 0;
+
+  std::vector<std::byte> encode() const {
+    HeadWriter w;
+    w.put(key.seed).put(key.epoch).put(key.rank).put(key.batch).put(key.layer).put(fanout);
+    w.put(static_cast<std::uint8_t>(sampler.kind))
+        .put_string(sampler.prob)
+        .put(static_cast<std::uint8_t>(sampler.replace ? 1 : 0))
+        .put(count);
+    return w.take();
+  }
+  static SampleRequest decode(std::span<const std::byte> head) {
+    HeadReader r(head, "sample_neighbors");
+    SampleRequest q;
+    q.key.seed = r.get<std::uint64_t>();
+    q.key.epoch = r.get<std::int64_t>();
+    q.key.rank = r.get<std::int64_t>();
+    q.key.batch = r.get<std::int64_t>();
+    q.key.layer = r.get<std::int32_t>();
+    q.fanout = r.get<std::int64_t>();
+    q.sampler.kind = static_cast<SamplerKind>(r.get<std::uint8_t>());
+    q.sampler.prob = r.get_string(256);
+    q.sampler.replace = r.get<std::uint8_t>() != 0;
+    q.count = r.get<std::int64_t>();
     r.finish();
     return q;
   }

@@ -1,0 +1,136 @@
+// DistGraph in standalone mode: sizes, data, degrees, find_edges, sampling through servers.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "distgraph/dist/standalone.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using distgraph::test::TempDir;
+
+namespace {
+struct Fixture {
+  TempDir tmp;
+  Dataset data;
+  Graph graph;
+  std::filesystem::path config;
+  std::vector<std::int64_t> orig_of, global_of;  // node ID maps
+  Fixture() {
+    SbmOptions o;
+    o.num_nodes = 800;
+    o.num_classes = 4;
+    o.avg_degree = 10;
+    o.feat_dim = 6;
+    o.seed = 8;
+    data = sbm_dataset(o);
+    graph = dataset_graph(data);
+    partition_dataset(data, "g", 3, tmp.path(), {.method = PartMethod::metis, .seed = 2});
+    config = tmp / "g.json";
+    orig_of.assign(static_cast<std::size_t>(data.num_nodes), -1);
+    global_of.assign(orig_of.size(), -1);
+    for (int p = 0; p < 3; ++p) {
+      const Partition part = load_partition(config, p);
+      for (std::int64_t v = 0; v < part.num_inner_nodes; ++v) {
+        const auto g = part.nid[static_cast<std::size_t>(v)],
+                   o = part.orig_nid[static_cast<std::size_t>(v)];
+        orig_of[static_cast<std::size_t>(g)] = o;
+        global_of[static_cast<std::size_t>(o)] = g;
+      }
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("a standalone DistGraph answers sizes, data, degrees and find_edges like the input",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  CHECK(g.num_nodes() == f.data.num_nodes);
+  CHECK(g.num_edges() == f.graph.num_edges());
+  CHECK(g.ntypes() == std::vector<std::string>{"_N"});
+  std::vector<std::int64_t> all(static_cast<std::size_t>(g.num_nodes()));
+  std::iota(all.begin(), all.end(), 0);
+  const auto in = g.in_degrees(all), out = g.out_degrees(all);
+  for (std::size_t v = 0; v < all.size(); ++v) {
+    REQUIRE(in[v] == f.graph.in.degree(f.orig_of[v]));
+    REQUIRE(out[v] == f.graph.out.degree(f.orig_of[v]));
+  }
+  const auto labels = g.ndata<std::int64_t>("label").pull(all);
+  for (std::size_t v = 0; v < all.size(); ++v)
+    REQUIRE(labels[v] == f.data.label[static_cast<std::size_t>(f.orig_of[v])]);
+  std::vector<std::int64_t> eids(static_cast<std::size_t>(g.num_edges()));
+  std::iota(eids.begin(), eids.end(), 0);
+  const auto ends = g.find_edges(eids);
+  std::multiset<std::pair<std::int64_t, std::int64_t>> want, got;
+  for (std::int64_t e = 0; e < f.graph.num_edges(); ++e)
+    want.emplace(f.data.src[static_cast<std::size_t>(e)], f.data.dst[static_cast<std::size_t>(e)]);
+  for (std::size_t i = 0; i < eids.size(); ++i)
+    got.emplace(f.orig_of[static_cast<std::size_t>(ends.src[i])],
+                f.orig_of[static_cast<std::size_t>(ends.dst[i])]);
+  CHECK(got == want);
+  auto h = g.create_ndata<float>("h", 2, {InitKind::normal, 0, 1, 3});
+  CHECK(g.ndata<float>("h").pull(all) == h.pull(all));
+  CHECK_THROWS_AS(g.ndata<float>("missing"), NotFound);
+  CHECK_THROWS_AS(g.in_degrees(std::vector<std::int64_t>{g.num_nodes()}), IdOutOfRange);
+}
+
+TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and reproducible",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  std::vector<std::int64_t> seeds;
+  for (std::int64_t v = 0; v < g.num_nodes(); v += 7) seeds.push_back(v);
+  const SampleKey key{.seed = 1, .epoch = 2, .rank = 0, .batch = 3, .layer = 1};
+  const Frontier fr = g.sample_neighbors(seeds, 4, key);
+  std::map<std::int64_t, int> per_seed;
+  for (std::size_t i = 0; i < fr.src.size(); ++i) {
+    ++per_seed[fr.dst[i]];
+    const auto u = f.orig_of[static_cast<std::size_t>(fr.src[i])];
+    const auto v = f.orig_of[static_cast<std::size_t>(fr.dst[i])];
+    const auto nb = f.graph.in.neighbors(v);
+    REQUIRE(std::find(nb.begin(), nb.end(), u) != nb.end());
+  }
+  for (auto s : seeds)
+    CHECK(per_seed[s] ==
+          std::min<std::int64_t>(4, f.graph.in.degree(f.orig_of[static_cast<std::size_t>(s)])));
+  // Same key: same picks; another epoch: different picks.
+  const Frontier again = g.sample_neighbors(seeds, 4, key);
+  CHECK(again.eid == fr.eid);
+  const Frontier other = g.sample_neighbors(seeds, 4, SampleKey{.seed = 1, .epoch = 3});
+  CHECK(other.eid != fr.eid);
+  // Full neighbourhood and -1.
+  const Frontier full = g.sample_neighbors(seeds, -1, key, {.kind = SamplerKind::full});
+  std::int64_t total = 0;
+  for (auto s : seeds) total += f.graph.in.degree(f.orig_of[static_cast<std::size_t>(s)]);
+  CHECK(static_cast<std::int64_t>(full.eid.size()) == total);
+  CHECK_THROWS_AS(g.sample_neighbors(seeds, -2, key), InvalidArgument);
+  CHECK_THROWS_AS(g.sample_neighbors(std::vector<std::int64_t>{-1}, 2, key), IdOutOfRange);
+}
+
+TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  auto p = g.create_edata<float>("p", 1);
+  std::vector<std::int64_t> eids(static_cast<std::size_t>(g.num_edges()));
+  std::iota(eids.begin(), eids.end(), 0);
+  std::vector<float> probs(eids.size());
+  for (std::size_t e = 0; e < probs.size(); ++e) probs[e] = e % 2 == 0 ? 1.0f : 0.0f;
+  p.push(eids, probs);
+  std::vector<std::int64_t> seeds(static_cast<std::size_t>(g.num_nodes()));
+  std::iota(seeds.begin(), seeds.end(), 0);
+  const Frontier fr = g.sample_neighbors(seeds, 3, SampleKey{.seed = 4},
+                                         {.kind = SamplerKind::weighted, .prob = "p"});
+  REQUIRE(!fr.eid.empty());
+  for (auto e : fr.eid) REQUIRE(e % 2 == 0);
+  CHECK_THROWS_AS(
+      g.sample_neighbors(seeds, 3, SampleKey{}, {.kind = SamplerKind::weighted, .prob = "nope"}),
+      RemoteError);
+}
