@@ -1,9 +1,8 @@
 // distgraph info: load the built-in SBM or a dataset folder and print its statistics.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "distgraph/core/timer.hpp"
@@ -69,8 +68,9 @@ int run_info(std::vector<std::string> argv) {
       .option("seed", "seed of the built-in SBM graph (default 42)");
   args.parse(1);
   if (args.help()) {
-    args.print_help("distgraph info [DATASET_DIR] [--json]\n\n"
-                    "Without DATASET_DIR, describes the built-in stochastic block model graph.");
+    args.print_help(
+        "distgraph info [DATASET_DIR] [--json]\n\n"
+        "Without DATASET_DIR, describes the built-in stochastic block model graph.");
     return 0;
   }
   Stopwatch clock;
@@ -78,8 +78,7 @@ int run_info(std::vector<std::string> argv) {
   if (args.positional().empty()) {
     SbmOptions opts;
     opts.num_nodes = args.get_int("sbm-nodes", opts.num_nodes, 2, std::int64_t{1} << 32);
-    opts.num_classes =
-        static_cast<int>(args.get_int("sbm-classes", opts.num_classes, 1, 1 << 16));
+    opts.num_classes = static_cast<int>(args.get_int("sbm-classes", opts.num_classes, 1, 1 << 16));
     opts.seed = static_cast<std::uint64_t>(
         args.get_int("seed", static_cast<std::int64_t>(opts.seed), 0, INT64_MAX));
     d = sbm_dataset(opts);

@@ -23,6 +23,10 @@ const Subcommand subcommands[] = {
      "split a graph into partitions (METIS or random) and write the partition folder"},
     {"serve", distgraph::cli::run_serve,
      "run one server of a cluster machine (started by the launcher)"},
+    {"launch", distgraph::cli::run_launch,
+     "start servers and trainers on every machine of an ip config; stop them all at the end"},
+    {"copy", distgraph::cli::run_copy,
+     "copy each remote machine's partition files into its workspace (ssh + rsync)"},
 };
 
 void print_usage() {

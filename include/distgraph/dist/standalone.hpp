@@ -37,9 +37,13 @@ class StandaloneCluster {
 
   /// A transport calling the servers directly (server i = partition i).
   std::shared_ptr<InProcessTransport> transport() {
-    std::vector<Handler> handlers;
-    for (auto& s : servers_) handlers.push_back(s->handler());
-    return std::make_shared<InProcessTransport>(std::move(handlers));
+    return std::make_shared<InProcessTransport>(handlers());
+  }
+  /// One handler per partition's server, for a transport of the caller's choosing.
+  std::vector<Handler> handlers() {
+    std::vector<Handler> out;
+    for (auto& s : servers_) out.push_back(s->handler());
+    return out;
   }
 
   /// A client for one of `num_trainers` trainers, typed on the book the partition uses

@@ -1,0 +1,106 @@
+// The process's role and place in a job, read from environment variables.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "distgraph/core/error.hpp"
+
+namespace distgraph {
+
+/// What a process of a job is.
+enum class Role { standalone, server, trainer };
+
+/// Settings a launcher (or scheduler) passes through the environment; see
+/// docs/RUNTIME.md for the variables and which source of ranks wins.
+struct Environment {
+  Role role = Role::standalone;
+  std::filesystem::path ip_config, part_config, secret_file;
+  std::int32_t machine_id = 0;
+  std::int32_t server_id = 0;
+  std::int32_t num_servers = 1;   ///< per machine
+  std::int32_t num_trainers = 1;  ///< per machine
+  std::int32_t rank = 0, world_size = 1, local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  std::int32_t master_port = 0;
+  std::string rank_source = "default";  ///< "RANK", "OMPI", "SLURM" or "default"
+};
+
+namespace detail {
+inline std::optional<std::string> env_text(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+inline std::optional<std::int32_t> env_int(const char* name, std::int32_t lo, std::int32_t hi) {
+  const auto t = env_text(name);
+  if (!t) return std::nullopt;
+  std::size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(*t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != t->size() || v < lo || v > hi)
+    throw InvalidArgument(std::string("environment variable ") + name + "='" + *t +
+                          "'; expected an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
+  return static_cast<std::int32_t>(v);
+}
+}  // namespace detail
+
+/// Reads the environment. Ranks: RANK/WORLD_SIZE/LOCAL_RANK (distgraph launch, torchrun)
+/// win over OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (mpirun), which win over
+/// SLURM_PROCID/NTASKS/LOCALID (srun). Throws InvalidArgument naming a variable with a
+/// malformed value, or an unknown DISTGRAPH_ROLE.
+inline Environment read_environment() {
+  using detail::env_int;
+  using detail::env_text;
+  Environment e;
+  if (const auto role = env_text("DISTGRAPH_ROLE")) {
+    if (*role == "server")
+      e.role = Role::server;
+    else if (*role == "trainer")
+      e.role = Role::trainer;
+    else if (*role == "standalone")
+      e.role = Role::standalone;
+    else
+      throw InvalidArgument("environment variable DISTGRAPH_ROLE='" + *role +
+                            "'; expected server, trainer or standalone");
+  }
+  if (auto v = env_text("DISTGRAPH_IP_CONFIG")) e.ip_config = *v;
+  if (auto v = env_text("DISTGRAPH_PART_CONFIG")) e.part_config = *v;
+  if (auto v = env_text("DISTGRAPH_SECRET_FILE")) e.secret_file = *v;
+  constexpr std::int32_t big = 1 << 24;
+  e.machine_id = env_int("DISTGRAPH_MACHINE_ID", 0, big).value_or(0);
+  e.server_id = env_int("DISTGRAPH_SERVER_ID", 0, big).value_or(0);
+  e.num_servers = env_int("DISTGRAPH_NUM_SERVERS", 1, 1024).value_or(1);
+  e.num_trainers = env_int("DISTGRAPH_NUM_TRAINERS", 1, 1 << 16).value_or(1);
+  struct Source {
+    const char *rank, *size, *local, *name;
+  };
+  for (const Source s : {Source{"RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK"},
+                         Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI"},
+                         Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM"}}) {
+    const auto r = env_int(s.rank, 0, big);
+    if (!r) continue;
+    e.rank = *r;
+    e.world_size = env_int(s.size, 1, big).value_or(1);
+    e.local_rank = env_int(s.local, 0, big).value_or(0);
+    e.rank_source = s.name;
+    if (e.rank >= e.world_size)
+      throw InvalidArgument(std::string(s.rank) + "=" + std::to_string(e.rank) + " is not below " +
+                            s.size + "=" + std::to_string(e.world_size));
+    break;
+  }
+  if (auto v = env_text("MASTER_ADDR")) e.master_addr = *v;
+  e.master_port = env_int("MASTER_PORT", 0, 65535).value_or(0);
+  return e;
+}
+
+}  // namespace distgraph

@@ -1,0 +1,182 @@
+// initialize(): turns the process into a server, a trainer or a standalone run, as the
+// environment says, so one program runs alone or under `distgraph launch` unchanged.
+#pragma once
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "distgraph/dist/dist_graph.hpp"
+#include "distgraph/dist/standalone.hpp"
+#include "distgraph/runtime/environment.hpp"
+#include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/runtime/secret.hpp"
+#include "distgraph/runtime/server_process.hpp"
+#include "distgraph/storage/mmap_storage.hpp"
+#include "distgraph/transport/any_transport.hpp"
+#include "distgraph/transport/asio_transport.hpp"
+
+namespace distgraph {
+
+/// The graph type a runtime-initialised program uses in either mode: the transport is
+/// chosen at run time (in-process or TCP), the storage is the machine's shared memory.
+using RuntimeGraph = DistGraph<RangePartitionBook, AnyTransport, MmapStorage>;
+using RuntimeClient = RuntimeGraph::client_type;
+
+/// What initialize needs beyond the environment.
+struct InitOptions {
+  /// Partition config for standalone runs (the environment's DISTGRAPH_PART_CONFIG wins
+  /// when set).
+  std::filesystem::path part_config;
+  std::chrono::milliseconds connect_timeout{60'000};  ///< trainers: servers must answer by then
+  std::chrono::milliseconds call_timeout{60'000};
+};
+
+/// A trainer's (or standalone run's) place in the job and its connection to the data.
+class Context {
+ public:
+  Role role() const noexcept { return env_.role; }
+  bool is_server() const noexcept { return env_.role == Role::server; }
+  bool standalone() const noexcept { return env_.role == Role::standalone; }
+  std::int32_t rank() const noexcept { return env_.rank; }
+  std::int32_t world_size() const noexcept { return env_.world_size; }
+  std::int32_t local_rank() const noexcept { return env_.local_rank; }
+  std::int32_t machine_id() const noexcept { return env_.machine_id; }
+  const Environment& environment() const noexcept { return env_; }
+  std::shared_ptr<RuntimeClient> client() const { return client_; }
+  /// The graph: co-located seeds are sampled and co-located rows read in this process.
+  RuntimeGraph graph() const { return RuntimeGraph(client_, local_); }
+  /// Waits for every trainer of the job (a barrier on server 0).
+  void barrier(const std::string& name) const { client_->barrier(name); }
+
+ private:
+  friend Context make_context(Environment, const InitOptions&);
+  Environment env_;
+  std::shared_ptr<StandaloneCluster<InMemoryStorage>> standalone_;
+  std::shared_ptr<RuntimeClient> client_;
+  std::shared_ptr<const Partition> local_;
+};
+
+namespace detail {
+
+/// Runs the server role until a shutdown request or SIGINT/SIGTERM.
+inline void run_server_role(const Environment& e) {
+  if (e.ip_config.empty() || e.part_config.empty())
+    throw InvalidArgument("server role needs DISTGRAPH_IP_CONFIG and DISTGRAPH_PART_CONFIG");
+  ServeOptions o;
+  o.num_servers = e.num_servers;
+  o.ip_config = read_ip_config(e.ip_config, e.num_servers);
+  o.part_config = e.part_config;
+  o.machine = e.machine_id;
+  o.server_id = e.server_id;
+  o.num_trainers = e.num_trainers * o.ip_config.num_machines();
+  if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ServerProcess server(std::move(o));
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    server.stop();
+  });
+  server.run();
+  pthread_kill(watcher.native_handle(), SIGUSR1);
+  watcher.join();
+}
+
+}  // namespace detail
+
+/// Builds the context for `e` (see initialize); exposed for tests.
+inline Context make_context(Environment e, const InitOptions& opts) {
+  Context c;
+  c.env_ = std::move(e);
+  auto& env = c.env_;
+  if (env.role == Role::server) {
+    detail::run_server_role(env);
+    return c;
+  }
+  const ClientOptions copts{.timeout = opts.call_timeout};
+  if (env.role == Role::standalone) {
+    const auto config = env.part_config.empty() ? opts.part_config : env.part_config;
+    if (config.empty())
+      throw InvalidArgument(
+          "standalone run without a partition config (set "
+          "DISTGRAPH_PART_CONFIG or pass InitOptions::part_config)");
+    c.standalone_ = std::make_shared<StandaloneCluster<InMemoryStorage>>(config);
+    const auto* book = std::get_if<RangePartitionBook>(&c.standalone_->book());
+    if (book == nullptr)
+      throw PartitionError(config.string() + ": not relabeled; the runtime needs a range book");
+    auto transport = std::make_shared<AnyTransport>(InProcessTransport(c.standalone_->handlers()));
+    ClusterLayout layout{.num_machines = c.standalone_->num_parts(),
+                         .servers_per_machine = 1,
+                         .machine_id = -1,
+                         .preferred_server = 0,
+                         .num_trainers = 1};
+    env.rank = 0;
+    env.world_size = 1;
+    // Keep the cluster alive as long as the client: the client's transport calls it.
+    auto cluster = c.standalone_;
+    c.client_ =
+        std::shared_ptr<RuntimeClient>(new RuntimeClient(transport, *book, layout, nullptr, copts),
+                                       [cluster](RuntimeClient* p) { delete p; });
+    return c;
+  }
+  // Trainer.
+  if (env.ip_config.empty() || env.part_config.empty())
+    throw InvalidArgument("trainer role needs DISTGRAPH_IP_CONFIG and DISTGRAPH_PART_CONFIG");
+  const IpConfig ip = read_ip_config(env.ip_config, env.num_servers);
+  auto local = std::make_shared<Partition>(load_partition(env.part_config, env.machine_id));
+  if (local->config.num_parts != ip.num_machines())
+    throw PartitionError(env.part_config.string() + ": " + std::to_string(local->config.num_parts) +
+                         " partitions but " + env.ip_config.string() + " lists " +
+                         std::to_string(ip.num_machines()) + " machines");
+  const auto* book = std::get_if<RangePartitionBook>(&local->book);
+  if (book == nullptr)
+    throw PartitionError(env.part_config.string() +
+                         ": not relabeled; the runtime needs a range book");
+  AsioTransportOptions to;
+  to.connect_timeout = opts.connect_timeout;
+  to.call_timeout = opts.call_timeout;
+  if (!env.secret_file.empty()) to.secret = read_secret_file(env.secret_file);
+  auto transport =
+      std::make_shared<AnyTransport>(AsioTransport(ip.all_servers(env.num_servers), to));
+  const auto dir = machine_storage_dir(local->config.graph_name,
+                                       ip.machines.at(static_cast<std::size_t>(env.machine_id)));
+  wait_for_storage(dir, deadline_in(opts.connect_timeout));
+  auto storage = std::make_shared<MmapStorage>(MmapStorage::attach(dir));
+  ClusterLayout layout{.num_machines = ip.num_machines(),
+                       .servers_per_machine = env.num_servers,
+                       .machine_id = env.machine_id,
+                       .preferred_server = env.local_rank,
+                       .num_trainers = env.world_size};
+  c.client_ = std::make_shared<RuntimeClient>(transport, *book, layout, storage, copts);
+  c.local_ = std::move(local);
+  c.client_->barrier("distgraph:initialize");
+  return c;
+}
+
+/// Reads the role from the environment (docs/RUNTIME.md). Server role: serves until told
+/// to shut down, then returns a context whose is_server() is true (the program should
+/// exit). Trainer role: connects to every server (retrying within connect_timeout),
+/// attaches the machine's shared storage, waits for all trainers, and returns.
+/// Standalone (no role): loads every partition in this process; no servers needed.
+inline Context initialize(const InitOptions& opts = {}) {
+  InitOptions o = opts;
+  // Tests and impatient users shorten the connect deadline without recompiling.
+  if (const auto ms = detail::env_int("DISTGRAPH_CONNECT_TIMEOUT_MS", 1, 3'600'000))
+    o.connect_timeout = std::chrono::milliseconds(*ms);
+  return make_context(read_environment(), o);
+}
+
+}  // namespace distgraph

@@ -1,0 +1,262 @@
+// `distgraph launch` / `copy` with real processes on 127.0.0.1: a full job, failures,
+// signals, and no process or listening port left behind.
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using namespace std::chrono_literals;
+using distgraph::test::ChildProcess;
+using distgraph::test::PortBlock;
+using distgraph::test::TempDir;
+
+#if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_CHECKSUM)
+
+namespace {
+
+/// Pids of our processes whose command line or environment mentions `marker`.
+std::vector<int> processes_mentioning(const std::string& marker) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    for (const char* f : {"cmdline", "environ"}) {
+      std::ifstream in(std::string("/proc/") + e->d_name + "/" + f, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      if (ss.str().find(marker) != std::string::npos) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+/// Waits (bounded, polling /proc) until no process mentions `marker`.
+bool none_left(const std::string& marker, std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!processes_mentioning(marker).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    // Processes reparented to init are reaped asynchronously; re-check shortly.
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+bool port_listening(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+struct Job {
+  static constexpr int machines = 2;
+  TempDir tmp;
+  std::filesystem::path config, ip_path;
+  std::vector<std::uint16_t> bases;
+  explicit Job(int servers) {
+    SbmOptions o;
+    o.num_nodes = 1500;
+    o.num_classes = 3;
+    o.avg_degree = 6;
+    o.feat_dim = 8;
+    o.seed = 5;
+    partition_dataset(sbm_dataset(o), "job", machines, tmp.path(),
+                      {.method = PartMethod::metis, .seed = 1});
+    config = tmp / "job.json";
+    ip_path = tmp / "ip_config.txt";
+    std::ofstream f(ip_path);
+    for (int m = 0; m < machines; ++m) {
+      PortBlock block(servers);
+      bases.push_back(block.base());
+      f << "127.0.0.1 " << block.base() << "   # machine " << m << "\n";
+    }
+  }
+  std::vector<std::string> launch(int servers, int trainers,
+                                  std::vector<std::string> program) const {
+    std::vector<std::string> a{DISTGRAPH_CLI,
+                               "launch",
+                               "--ip-config",
+                               ip_path.string(),
+                               "--part-config",
+                               config.string(),
+                               "--servers",
+                               std::to_string(servers),
+                               "--trainers",
+                               std::to_string(trainers),
+                               "--grace-ms",
+                               "2000",
+                               "--"};
+    a.insert(a.end(), program.begin(), program.end());
+    return a;
+  }
+  std::string marker() const { return tmp.path().string(); }
+};
+
+std::string checksum_line(const std::string& output) {
+  std::smatch m;
+  static const std::regex re("checksum (-?[0-9]+)");
+  return std::regex_search(output, m, re) ? m[1].str() : "";
+}
+
+}  // namespace
+
+TEST_CASE("a 2 x (2 servers + 2 trainers) loopback job runs to the end and leaves nothing behind",
+          "[integration][net][launch]") {
+  Job job(2);
+  ChildProcess standalone({DISTGRAPH_EXAMPLE_CHECKSUM, job.config.string()});
+  REQUIRE(standalone.wait(60s).value_or(-1) == 0);
+  const auto expected = checksum_line(standalone.output());
+  REQUIRE(!expected.empty());
+
+  ChildProcess launcher(job.launch(2, 2, {DISTGRAPH_EXAMPLE_CHECKSUM}));
+  const auto st = launcher.wait(120s);
+  INFO(launcher.output());
+  REQUIRE(st.has_value());
+  CHECK(WIFEXITED(*st));
+  CHECK(WEXITSTATUS(*st) == 0);
+  CHECK_THAT(launcher.output(), Catch::Contains("[trainer 0.0] trainers 4"));
+  CHECK_THAT(launcher.output(), Catch::Contains("[server 1.1] server 1.1 listening"));
+  CHECK(checksum_line(launcher.output()) == expected);
+  CHECK(none_left(job.marker(), 10s));
+  for (auto base : job.bases) {
+    CHECK_FALSE(port_listening(base));
+    CHECK_FALSE(port_listening(static_cast<std::uint16_t>(base + 1)));
+  }
+}
+
+TEST_CASE("a failing trainer stops the whole job and is named",
+          "[integration][net][launch][fault]") {
+  Job job(1);
+  // Rank 1 fails at once; the others would run for a minute.
+  ChildProcess launcher(job.launch(
+      1, 2, {"/bin/sh", "-c", "if [ \"$RANK\" = 1 ]; then echo dying; exit 3; fi; exec sleep 60"}));
+  const auto start = std::chrono::steady_clock::now();
+  const auto st = launcher.wait(60s);
+  INFO(launcher.output());
+  REQUIRE(st.has_value());
+  CHECK(WEXITSTATUS(*st) == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 30s);
+  CHECK_THAT(launcher.output(), Catch::Contains("trainer 0.1"));
+  CHECK_THAT(launcher.output(), Catch::Contains("exited with status 3"));
+  CHECK(none_left(job.marker(), 10s));
+}
+
+TEST_CASE("SIGTERM and SIGKILL to the launcher leave no process behind",
+          "[integration][net][launch][fault]") {
+  const int sig = GENERATE(SIGTERM, SIGKILL);
+  Job job(1);
+  ChildProcess launcher(job.launch(1, 1, {"/bin/sh", "-c", "echo started; exec sleep 60"}));
+  // Both trainers running means every process was started.
+  REQUIRE(launcher.wait_for_line("[trainer 1.0] started", 60s));
+  REQUIRE((launcher.output().find("[trainer 0.0] started") != std::string::npos ||
+           launcher.wait_for_line("[trainer 0.0] started", 60s)));
+  REQUIRE(processes_mentioning(job.marker()).size() >= 4);
+  launcher.signal(sig);
+  const auto st = launcher.wait(30s);
+  REQUIRE(st.has_value());
+  if (sig == SIGTERM) {
+    CHECK(WIFEXITED(*st));
+    CHECK(WEXITSTATUS(*st) == 128 + SIGTERM);
+  }
+  CHECK(none_left(job.marker(), 15s));
+}
+
+TEST_CASE("launch refuses bad configurations with a message naming the problem",
+          "[integration][launch][bad_input]") {
+  Job job(1);
+  SECTION("a malformed ip config names file and line") {
+    std::ofstream(job.ip_path) << "127.0.0.1 30050\n127.0.0.1 port\n";
+    ChildProcess l(job.launch(1, 1, {"/bin/true"}));
+    const auto st = l.wait(30s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 1);
+    CHECK_THAT(l.output(), Catch::Contains("ip_config.txt:2"));
+  }
+  SECTION("a duplicate machine entry") {
+    std::ofstream(job.ip_path) << "127.0.0.1 30050\n127.0.0.1 30050\n";
+    ChildProcess l(job.launch(1, 1, {"/bin/true"}));
+    REQUIRE(l.wait(30s).value_or(0) != 0);
+    CHECK_THAT(l.output(), Catch::Contains("collides with line 1"));
+  }
+  SECTION("a partition count that differs from the machine count") {
+    PortBlock a(1), b(1), c(1);
+    std::ofstream(job.ip_path) << "127.0.0.1 " << a.base() << "\n127.0.0.1 " << b.base()
+                               << "\n127.0.0.1 " << c.base() << "\n";
+    a.release();
+    b.release();
+    c.release();
+    ChildProcess l(job.launch(1, 1, {"/bin/true"}));
+    const auto st = l.wait(60s);
+    REQUIRE(st.has_value());
+    CHECK(WEXITSTATUS(*st) == 1);
+    CHECK_THAT(l.output(), Catch::Contains("2 partitions but"));
+    CHECK(none_left(job.marker(), 10s));
+  }
+  SECTION("no program after --") {
+    ChildProcess l({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(), "--part-config",
+                    job.config.string()});
+    CHECK(WEXITSTATUS(l.wait(30s).value_or(0)) == 2);
+  }
+}
+
+TEST_CASE("remote machines go through ssh: dry runs print the commands and start nothing",
+          "[integration][launch]") {
+  Job job(1);
+  // 192.0.2.0/24 is TEST-NET-1: never this machine, never contacted (dry run only).
+  std::ofstream(job.ip_path) << "127.0.0.1 30050\n192.0.2.7 30050\n";
+  ChildProcess dry({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(), "--part-config",
+                    job.config.string(), "--servers", "2", "--dry-run", "--", "/bin/echo", "hi"});
+  REQUIRE(dry.wait(30s).value_or(-1) == 0);
+  const std::string out = dry.output();
+  CHECK_THAT(out, Catch::Contains("[server 1.1] (ssh) 'ssh'"));
+  CHECK_THAT(out, Catch::Contains("192.0.2.7"));
+  CHECK_THAT(out, Catch::Contains("DISTGRAPH_MACHINE_ID=1"));
+  CHECK_THAT(out, Catch::Contains("[trainer 0.0] 'DISTGRAPH_ROLE=trainer'"));
+  CHECK(out.find("[server 0.0] (ssh)") == std::string::npos);
+  ChildProcess copy({DISTGRAPH_CLI, "copy", "--ip-config", job.ip_path.string(), "--part-config",
+                     job.config.string(), "--workspace", "/srv/job", "--dry-run"});
+  REQUIRE(copy.wait(30s).value_or(-1) == 0);
+  CHECK_THAT(copy.output(), Catch::Contains("192.0.2.7:/srv/job/part1/"));
+  CHECK(copy.output().find("part0") == std::string::npos);
+}
+
+TEST_CASE("a trainer whose servers never come up fails within its connect deadline",
+          "[integration][net][fault]") {
+  Job job(1);
+  const auto start = std::chrono::steady_clock::now();
+  ChildProcess trainer({DISTGRAPH_EXAMPLE_CHECKSUM},
+                       {"DISTGRAPH_ROLE=trainer", "DISTGRAPH_IP_CONFIG=" + job.ip_path.string(),
+                        "DISTGRAPH_PART_CONFIG=" + job.config.string(),
+                        "DISTGRAPH_CONNECT_TIMEOUT_MS=1500", "RANK=0", "WORLD_SIZE=2"});
+  const auto st = trainer.wait(30s);
+  REQUIRE(st.has_value());
+  CHECK(WEXITSTATUS(*st) == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 15s);
+  CHECK_THAT(trainer.output(), Catch::Contains("127.0.0.1"));
+}
+
+#else
+TEST_CASE("launch tests need the distgraph program and the examples", "[integration]") {
+  WARN("SKIPPED: built without DISTGRAPH_BUILD_TOOLS or DISTGRAPH_BUILD_EXAMPLES");
+}
+#endif

@@ -1,0 +1,103 @@
+// `distgraph launch` and `distgraph copy`: start a job on the machines of an ip config,
+// and put each remote machine's partition files in place.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "distgraph/runtime/copy.hpp"
+#include "distgraph/runtime/launcher.hpp"
+
+namespace distgraph::cli {
+
+namespace {
+std::string self_program() {
+  char buf[PATH_MAX];
+  const auto n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "distgraph";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+}  // namespace
+
+int run_launch(std::vector<std::string> argv) {
+  // Everything after "--" is the trainer program, untouched by our parser.
+  std::vector<std::string> program;
+  for (std::size_t i = 0; i < argv.size(); ++i)
+    if (argv[i] == "--") {
+      program.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+      argv.resize(i);
+      break;
+    }
+  Args args("launch", std::move(argv));
+  args.option("ip-config", "the cluster's ip_config.txt (machine i serves partition i)")
+      .option("part-config", "the partition config (<name>.json)")
+      .option("servers", "servers per machine: 1 main + backups (default 1)")
+      .option("trainers", "trainer processes per machine (default 1)")
+      .option("workspace", "working folder of every process (default: the current one)")
+      .option("secret-file", "file with the shared secret servers require (chmod 600)")
+      .option("ssh", "program used to reach remote machines (default ssh)")
+      .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
+      .flag("dry-run", "print every command with its environment and start nothing");
+  args.parse(0);
+  if (args.help()) {
+    args.print_help(
+        "distgraph launch --ip-config F --part-config C [--servers S] [--trainers T]\n"
+        "                 [--workspace DIR] [--secret-file P] [--dry-run] -- PROGRAM ARGS...");
+    return 0;
+  }
+  LaunchOptions o;
+  const auto ip = args.get("ip-config");
+  const auto part = args.get("part-config");
+  if (!ip) throw UsageError("launch: --ip-config is required (see --help)");
+  if (!part) throw UsageError("launch: --part-config is required (see --help)");
+  if (program.empty()) throw UsageError("launch: no trainer program; put it after '--'");
+  o.ip_config = *ip;
+  o.part_config = *part;
+  o.servers = static_cast<std::int32_t>(args.get_int("servers", 1, 1, 64));
+  o.trainers = static_cast<std::int32_t>(args.get_int("trainers", 1, 1, 1024));
+  o.workspace = args.get_or("workspace", "");
+  o.secret_file = args.get_or("secret-file", "");
+  o.ssh = args.get_or("ssh", "ssh");
+  o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
+  o.dry_run = args.has("dry-run");
+  o.distgraph_program = self_program();
+  o.program = std::move(program);
+  if (!o.secret_file.empty()) read_secret_file(o.secret_file);  // fail early, clearly
+  return distgraph::run_launch(o);
+}
+
+int run_copy(std::vector<std::string> argv) {
+  Args args("copy", std::move(argv));
+  args.option("ip-config", "the cluster's ip_config.txt")
+      .option("part-config", "the partition config (<name>.json)")
+      .option("workspace", "folder on every remote machine to copy into")
+      .option("ssh", "ssh program (default ssh)")
+      .option("rsync", "rsync program (default rsync)")
+      .flag("dry-run", "print the commands and run nothing");
+  args.parse(0);
+  if (args.help()) {
+    args.print_help("distgraph copy --ip-config F --part-config C --workspace DIR [--dry-run]");
+    return 0;
+  }
+  CopyOptions o;
+  const auto ip = args.get("ip-config");
+  const auto part = args.get("part-config");
+  const auto ws = args.get("workspace");
+  if (!ip) throw UsageError("copy: --ip-config is required (see --help)");
+  if (!part) throw UsageError("copy: --part-config is required (see --help)");
+  if (!ws) throw UsageError("copy: --workspace is required (see --help)");
+  o.ip_config = *ip;
+  o.part_config = *part;
+  o.workspace = *ws;
+  o.ssh = args.get_or("ssh", "ssh");
+  o.rsync = args.get_or("rsync", "rsync");
+  o.dry_run = args.has("dry-run");
+  const auto n = distgraph::run_copy(o);
+  std::fprintf(stderr, "distgraph copy: %zu command(s)%s\n", n, o.dry_run ? " (dry run)" : "");
+  return 0;
+}
+
+}  // namespace distgraph::cli
