@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/io/synthetic.hpp"
@@ -237,6 +238,11 @@ TEST_CASE("a pull from a killed server fails with PeerLost within the deadline",
   const auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(feat.pull(ids), PeerLost);
   CHECK(std::chrono::steady_clock::now() - start < 6s);
+  // Sampling seeds owned by the dead machine fails the same way.
+  const DistGraph<RangePartitionBook, AsioTransport, MmapStorage> g(client);
+  const auto sample_start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(g.sample_neighbors(ids, 5, SampleKey{}), PeerLost);
+  CHECK(std::chrono::steady_clock::now() - sample_start < 6s);
   // Rows owned by the surviving machine still come back.
   const auto& book = client->book();
   const auto mine = book.owned_nodes(PartId{0});
