@@ -1,0 +1,412 @@
+// NodeDataLoader and EdgeDataLoader over a standalone DistGraph: coverage, blocks, data,
+// determinism across prefetch threads and epochs, abandoned epochs, errors, exclusion.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "distgraph/dist/edge_data_loader.hpp"
+#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/dist/standalone.hpp"
+#include "support/loader_batches.hpp"
+#include "support/partitioned_sbm.hpp"
+
+using namespace distgraph;
+using distgraph::test::every;
+using distgraph::test::same_batch;
+using distgraph::test::whole_epoch;
+
+namespace {
+
+/// A small SBM graph (symmetric: every edge has a reverse) in 3 METIS partitions.
+struct Fixture : distgraph::test::PartitionedSbm {
+  Fixture() : PartitionedSbm(options(), 3) {}
+  static SbmOptions options() {
+    SbmOptions o;
+    o.num_nodes = 800;
+    o.num_classes = 4;
+    o.avg_degree = 10;
+    o.feat_dim = 6;
+    o.seed = 8;
+    return o;
+  }
+};
+
+/// Checks the block chain of one batch and that every block edge is a graph edge into
+/// its destination, at most `fanouts[l]` per destination.
+template <class G>
+void check_blocks(const G& g, const std::vector<Block>& blocks,
+                  const std::vector<std::int64_t>& input_nodes,
+                  const std::vector<std::int64_t>& output_nodes,
+                  const std::vector<std::int64_t>& fanouts) {
+  REQUIRE(blocks.size() == fanouts.size());
+  CHECK(blocks.front().src_nodes == input_nodes);
+  const auto last = blocks.back().dst_nodes();
+  CHECK(std::vector<std::int64_t>(last.begin(), last.end()) == output_nodes);
+  for (std::size_t l = 0; l + 1 < blocks.size(); ++l) {
+    const auto dst = blocks[l].dst_nodes();
+    REQUIRE(std::vector<std::int64_t>(dst.begin(), dst.end()) == blocks[l + 1].src_nodes);
+  }
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    const Block& b = blocks[l];
+    const auto ends = g.find_edges(b.eid);
+    for (std::int64_t d = 0; d < b.num_dst; ++d) {
+      const auto lo = b.indptr[static_cast<std::size_t>(d)],
+                 hi = b.indptr[static_cast<std::size_t>(d) + 1];
+      if (fanouts[l] >= 0) REQUIRE(hi - lo <= fanouts[l]);
+      for (auto e = lo; e < hi; ++e) {
+        const auto ei = static_cast<std::size_t>(e);
+        REQUIRE(ends.dst[ei] == b.src_nodes[static_cast<std::size_t>(d)]);
+        REQUIRE(ends.src[ei] == b.src_nodes[static_cast<std::size_t>(b.indices[ei])]);
+      }
+    }
+  }
+}
+
+/// A DistGraph whose sampling throws for any batch holding node `poison`: a producer
+/// failure at a known batch.
+struct FaultyGraph {
+  StandaloneGraph g;
+  std::int64_t poison;
+  template <class V>
+  using tensor_type = StandaloneGraph::tensor_type<V>;
+  std::int64_t num_nodes() const { return g.num_nodes(); }
+  template <class V>
+  tensor_type<V> ndata(const std::string& name) const {
+    return g.ndata<V>(name);
+  }
+  Frontier sample_neighbors(std::span<const std::int64_t> seeds, std::int64_t fanout,
+                            const SampleKey& key, const SamplerSpec& spec) const {
+    if (std::find(seeds.begin(), seeds.end(), poison) != seeds.end())
+      throw TimeoutError("server 1: no reply to sample_neighbors for batch " +
+                         std::to_string(key.batch));
+    return g.sample_neighbors(seeds, fanout, key, spec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("node loader yields every training node once per epoch in full batches", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(3, g.num_nodes(), 1);
+  const auto n = static_cast<std::int64_t>(train.size());
+  NodeDataLoader loader(g, train, {4, 5}, {.batch_size = 37, .seed = 9});
+  CHECK(loader.num_batches() == (n + 36) / 37);
+  const auto batches = whole_epoch(loader, 0);
+  REQUIRE(static_cast<std::int64_t>(batches.size()) == loader.num_batches());
+  std::vector<std::int64_t> seen;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    CHECK(batches[i].index == static_cast<std::int64_t>(i));
+    const auto want = i + 1 < batches.size() ? 37 : n - 37 * (loader.num_batches() - 1);
+    CHECK(static_cast<std::int64_t>(batches[i].output_nodes.size()) == want);
+    seen.insert(seen.end(), batches[i].output_nodes.begin(), batches[i].output_nodes.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == train);
+
+  NodeDataLoader dropping(g, train, {4, 5}, {.batch_size = 37, .drop_last = true});
+  CHECK(dropping.num_batches() == n / 37);
+  const auto full = whole_epoch(dropping, 0);
+  REQUIRE(static_cast<std::int64_t>(full.size()) == n / 37);
+  for (const auto& b : full) CHECK(b.output_nodes.size() == 37);
+}
+
+TEST_CASE("node loader blocks chain from the input nodes to the seeds over real edges", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const std::vector<std::int64_t> fanouts{3, -1, 2};
+  NodeDataLoader loader(g, every(5, g.num_nodes()), fanouts, {.batch_size = 50, .seed = 1});
+  loader.begin_epoch(2);
+  int checked = 0;
+  while (auto b = loader.next()) {
+    check_blocks(g, b->blocks, b->input_nodes, b->output_nodes, fanouts);
+    ++checked;
+  }
+  CHECK(checked == loader.num_batches());
+}
+
+TEST_CASE("node loader features and labels are the rows ndata holds", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto feat = g.ndata<float>("feat");
+  const auto label = g.ndata<std::int64_t>("label");
+  NodeDataLoader loader(g, every(4, g.num_nodes()), {5, 5}, {.batch_size = 64, .seed = 3});
+  const auto d = static_cast<std::size_t>(f.data.feat_dim);
+  for (const NodeBatch& b : loader.epoch(1)) {
+    REQUIRE(b.feat_dim == f.data.feat_dim);
+    REQUIRE(b.features == feat.pull(b.input_nodes));
+    REQUIRE(b.labels == label.pull(b.output_nodes));
+    for (std::size_t i = 0; i < b.input_nodes.size(); ++i) {
+      const auto o =
+          static_cast<std::size_t>(f.orig_of[static_cast<std::size_t>(b.input_nodes[i])]);
+      for (std::size_t k = 0; k < d; ++k) REQUIRE(b.features[i * d + k] == f.data.feat[o * d + k]);
+    }
+    for (std::size_t i = 0; i < b.output_nodes.size(); ++i)
+      REQUIRE(b.labels[i] == f.data.label[static_cast<std::size_t>(
+                                 f.orig_of[static_cast<std::size_t>(b.output_nodes[i])])]);
+  }
+  NodeDataLoader bare(g, every(4, g.num_nodes()), {5},
+                      {.batch_size = 64, .feature = "", .label = ""});
+  bare.begin_epoch(0);
+  const auto b = bare.next();
+  REQUIRE(b);
+  CHECK(b->features.empty());
+  CHECK(b->feat_dim == 0);
+  CHECK(b->labels.empty());
+}
+
+TEST_CASE("node loader batches are identical for 0, 1 and 2 prefetch threads", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(2, g.num_nodes());
+  std::vector<std::vector<NodeBatch>> runs;
+  for (unsigned threads : {0u, 1u, 2u}) {
+    NodeDataLoader loader(
+        g, train, {4, 6},
+        {.batch_size = 30, .seed = 5, .num_prefetch_threads = threads, .prefetch_depth = 3});
+    runs.push_back(whole_epoch(loader, 7));
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  REQUIRE(runs[0].size() == runs[2].size());
+  for (std::size_t i = 0; i < runs[0].size(); ++i) {
+    REQUIRE(same_batch(runs[0][i], runs[1][i]));
+    REQUIRE(same_batch(runs[0][i], runs[2][i]));
+  }
+}
+
+TEST_CASE("node loader shuffles differ between epochs and ranks and repeat for the same epoch",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(2, g.num_nodes());
+  const auto seeds_of = [](const std::vector<NodeBatch>& batches) {
+    std::vector<std::int64_t> s;
+    for (const auto& b : batches) s.insert(s.end(), b.output_nodes.begin(), b.output_nodes.end());
+    return s;
+  };
+  NodeDataLoader loader(g, train, {3}, {.batch_size = 40, .seed = 11, .num_prefetch_threads = 2});
+  const auto e0 = whole_epoch(loader, 0), e1 = whole_epoch(loader, 1),
+             again = whole_epoch(loader, 0);
+  CHECK(seeds_of(e0) != seeds_of(e1));
+  CHECK(seeds_of(e0) == seeds_of(again));
+  for (std::size_t i = 0; i < e0.size(); ++i) CHECK(same_batch(e0[i], again[i]));
+  NodeDataLoader rank1(g, train, {3}, {.batch_size = 40, .seed = 11, .rank = 1});
+  CHECK(seeds_of(whole_epoch(rank1, 0)) != seeds_of(e0));
+  NodeDataLoader ordered(g, train, {3}, {.batch_size = 40, .shuffle = false});
+  CHECK(seeds_of(whole_epoch(ordered, 0)) == train);
+  CHECK(seeds_of(whole_epoch(ordered, 3)) == train);
+}
+
+TEST_CASE("abandoning an epoch midway and destroying the loader stops its threads", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(1, g.num_nodes());
+  for (unsigned threads : {1u, 2u, 3u}) {
+    NodeDataLoader loader(g, train, {5, 5},
+                          {.batch_size = 10, .num_prefetch_threads = threads, .prefetch_depth = 2});
+    loader.begin_epoch(0);
+    REQUIRE(loader.next());
+    loader.begin_epoch(1);  // abandons epoch 0 with its window full
+    REQUIRE(loader.next());
+    for (const auto& b : loader.epoch(2)) {
+      if (b.index == 3) break;
+    }
+    // A moved loader keeps its threads' state alive; both are then destroyed midway.
+    NodeDataLoader moved = std::move(loader);
+    REQUIRE(moved.next());
+  }
+  SUCCEED("every loader was destroyed midway without hanging");
+}
+
+TEST_CASE("a producer's exception reaches the consumer at the batch where it happened", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  const auto train = every(1, 100);
+  for (unsigned threads : {0u, 1u, 2u}) {
+    INFO("threads " << threads);
+    // Unshuffled batches of 10: node 45 is in batch 4.
+    NodeDataLoader loader(FaultyGraph{cluster.graph(), 45}, train, {3},
+                          {.batch_size = 10, .shuffle = false, .num_prefetch_threads = threads});
+    loader.begin_epoch(0);
+    for (int b = 0; b < 4; ++b) {
+      const auto batch = loader.next();
+      REQUIRE(batch);
+      CHECK(batch->index == b);
+    }
+    CHECK_THROWS_AS(loader.next(), TimeoutError);
+    for (int b = 5; b < 10; ++b) {
+      const auto batch = loader.next();
+      REQUIRE(batch);
+      CHECK(batch->index == b);
+    }
+    CHECK_FALSE(loader.next());
+  }
+}
+
+TEST_CASE("node loader rejects bad input at construction with typed errors", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(3, g.num_nodes());
+  using L = NodeDataLoader<StandaloneGraph>;
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{}, {5}, {}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.batch_size = 0}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.batch_size = -3}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {}, {}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5, -2}, {}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.num_prefetch_threads = 2, .prefetch_depth = 0}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{0, g.num_nodes()}, {5}, {}), IdOutOfRange);
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{-1}, {5}, {}), IdOutOfRange);
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{4, 2, 4}, {5}, {}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.feature = "missing"}), NotFound);
+  CHECK_THROWS_AS(L(g, train, {5}, {.label = "feat"}), DTypeError);
+  CHECK_THROWS_AS(L(g, train, {5}, {.feature = "label"}), DTypeError);
+  L idle(g, train, {5}, {});
+  CHECK_THROWS_AS(idle.next(), InvalidArgument);
+  try {
+    L(g, train, {5}, {.batch_size = 0});
+  } catch (const InvalidArgument& e) {
+    CHECK(std::string(e.what()).find("batch_size 0") != std::string::npos);
+  }
+}
+
+namespace {
+
+/// Every edge of the graph by global ID: endpoints and the ID of its reverse.
+struct EdgeTable {
+  EdgeEnds ends;
+  std::vector<std::int64_t> reverse;
+  explicit EdgeTable(const StandaloneGraph& g) {
+    std::vector<std::int64_t> all(static_cast<std::size_t>(g.num_edges()));
+    std::iota(all.begin(), all.end(), 0);
+    ends = g.find_edges(all);
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> id;
+    for (std::size_t e = 0; e < all.size(); ++e) id[{ends.src[e], ends.dst[e]}] = all[e];
+    reverse.assign(all.size(), -1);
+    for (std::size_t e = 0; e < all.size(); ++e)
+      if (const auto it = id.find({ends.dst[e], ends.src[e]}); it != id.end())
+        reverse[e] = it->second;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("edge loader yields real positive edges and num_negatives corrupted pairs each",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const EdgeTable table(g);
+  const auto train = every(7, g.num_edges());
+  EdgeDataLoader loader(g, train, {3, 4}, {.batch_size = 25, .seed = 2}, {.num_negatives = 3});
+  std::vector<std::int64_t> seen;
+  std::set<std::int64_t> neg_dsts;
+  for (const EdgeBatch& b : loader.epoch(0)) {
+    seen.insert(seen.end(), b.eids.begin(), b.eids.end());
+    const auto k = b.eids.size();
+    REQUIRE(b.pos_src.size() == k);
+    REQUIRE(b.pos_dst.size() == k);
+    REQUIRE(b.neg_src.size() == 3 * k);
+    REQUIRE(b.neg_dst.size() == 3 * k);
+    CHECK(std::set<std::int64_t>(b.output_nodes.begin(), b.output_nodes.end()).size() ==
+          b.output_nodes.size());
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto e = static_cast<std::size_t>(b.eids[i]);
+      REQUIRE(b.output_nodes[static_cast<std::size_t>(b.pos_src[i])] == table.ends.src[e]);
+      REQUIRE(b.output_nodes[static_cast<std::size_t>(b.pos_dst[i])] == table.ends.dst[e]);
+      for (std::size_t j = 0; j < 3; ++j) {
+        REQUIRE(b.neg_src[i * 3 + j] == b.pos_src[i]);
+        neg_dsts.insert(b.output_nodes[static_cast<std::size_t>(b.neg_dst[i * 3 + j])]);
+      }
+    }
+    check_blocks(g, b.blocks, b.input_nodes, b.output_nodes, {3, 4});
+    REQUIRE(b.features == g.ndata<float>("feat").pull(b.input_nodes));
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == train);
+  // Negative destinations spread over the graph (uniform over 800 nodes).
+  CHECK(neg_dsts.size() > 300);
+
+  std::vector<std::vector<EdgeBatch>> runs;
+  for (unsigned threads : {0u, 2u}) {
+    EdgeDataLoader l(g, train, {3, 4},
+                     {.batch_size = 25, .seed = 2, .num_prefetch_threads = threads},
+                     {.num_negatives = 3});
+    runs.push_back(whole_epoch(l, 4));
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  for (std::size_t i = 0; i < runs[0].size(); ++i) REQUIRE(same_batch(runs[0][i], runs[1][i]));
+}
+
+TEST_CASE("edge loader keeps excluded seed and reverse edges out of every block", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const EdgeTable table(g);
+  for (std::size_t e = 0; e < table.reverse.size(); ++e) REQUIRE(table.reverse[e] >= 0);
+  const auto train = every(5, g.num_edges());
+  // Fanout -1 takes every in-edge, so without exclusion each seed edge is in the last
+  // block (its destination is an output node): the exclusion is what removes it.
+  const auto count_hits = [&](ExcludeEdges mode) {
+    EdgeLoaderOptions eo{.num_negatives = 1, .exclude = mode};
+    if (mode == ExcludeEdges::self_and_reverse) eo.reverse_eids = table.reverse;
+    EdgeDataLoader loader(g, train, {2, -1}, {.batch_size = 40, .seed = 6}, eo);
+    std::int64_t seed_hits = 0, reverse_hits = 0;
+    for (const EdgeBatch& b : loader.epoch(0)) {
+      std::set<std::int64_t> seeds(b.eids.begin(), b.eids.end()), reverses;
+      for (auto e : b.eids) reverses.insert(table.reverse[static_cast<std::size_t>(e)]);
+      for (const Block& blk : b.blocks)
+        for (auto e : blk.eid) {
+          seed_hits += seeds.count(e);
+          reverse_hits += reverses.count(e);
+        }
+      check_blocks(g, b.blocks, b.input_nodes, b.output_nodes, {2, -1});
+    }
+    return std::pair{seed_hits, reverse_hits};
+  };
+  const auto none = count_hits(ExcludeEdges::none);
+  CHECK(none.first >= static_cast<std::int64_t>(train.size()));
+  CHECK(none.second >= static_cast<std::int64_t>(train.size()));
+  const auto self = count_hits(ExcludeEdges::self);
+  CHECK(self.first == 0);
+  CHECK(self.second > 0);
+  const auto both = count_hits(ExcludeEdges::self_and_reverse);
+  CHECK(both.first == 0);
+  CHECK(both.second == 0);
+}
+
+TEST_CASE("edge loader rejects bad input at construction with typed errors", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto train = every(9, g.num_edges());
+  const auto m = static_cast<std::size_t>(g.num_edges());
+  using L = EdgeDataLoader<StandaloneGraph>;
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{}, {5}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.batch_size = 0}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {-3}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{g.num_edges()}, {5}), IdOutOfRange);
+  CHECK_THROWS_AS(L(g, train, {5}, {}, {.num_negatives = -1}), InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {}, {.exclude = ExcludeEdges::self_and_reverse}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(
+      L(g, train, {5}, {},
+        {.exclude = ExcludeEdges::self, .reverse_eids = std::vector<std::int64_t>(m, -1)}),
+      InvalidArgument);
+  std::vector<std::int64_t> bad(m, -1);
+  bad[3] = g.num_edges();
+  CHECK_THROWS_AS(
+      L(g, train, {5}, {}, {.exclude = ExcludeEdges::self_and_reverse, .reverse_eids = bad}),
+      IdOutOfRange);
+  CHECK_THROWS_AS(L(g, train, {5}, {.feature = "missing"}), NotFound);
+}
