@@ -1,7 +1,8 @@
 // bench_sampling: neighbour sampling and loader steps, each beside a bound measured in this run.
 //
 //   bench_sampling [--scale S] [--edge-factor K] [--batch-size N] [--batches B]
-//                  [--fanout F] [--runs R] [--figure NAME] [--json]
+//                  [--fanout F] [--runs R] [--loader-batches L] [--loader-epochs E]
+//                  [--feat-dim D] [--figure NAME] [--json]
 //
 // The graph is R-MAT (seed 1) symmetrized, without self loops or duplicates, built once.
 // Seeds are B batches of N node IDs drawn uniformly (fixed seed), so most fall on small
@@ -12,24 +13,54 @@
 //                           indptr[v+1] and min(fanout, degree) random entries of v's row of
 //                           `indices`, with no sampling logic: the random-access rate the
 //                           sampler cannot beat. Target ratio >= 0.5.
+//   loader_standalone_t1/_t2  batches/s of a NodeDataLoader, fanouts [10, 25], batch N,
+//   loader_dist_t1/_t2        D-dim float32 features and int64 labels, over the graph
+//                           partitioned in 2 (random assignment: METIS takes ~40 s at scale
+//                           20) into a temporary folder; L batches per epoch of distinct
+//                           uniform seeds, best of E epochs after a warm-up, consumer doing
+//                           nothing else (so wait_s is the whole batch when nothing overlaps).
+//                           standalone: StandaloneCluster (in-process servers, no sockets);
+//                           dist: 2 GraphServer<MmapStorage> behind AsioServers on loopback
+//                           in this process, the trainer co-located with partition 0 (its
+//                           seeds sampled and rows read from the mapped partition and shared
+//                           storage). t = prefetch threads. params: per-batch sample_s,
+//                           fetch_s, wait_s (means), wall_s, input nodes and block edges.
+//                           Bound: the in-memory ceiling for the same seed batches, one
+//                           thread: MultiLayerNeighborSampler on the whole graph's CSC plus a
+//                           memcpy gather of the input rows from a heap array.
 // To add a figure: write `void name(Bench&)` that calls bench.rep.add(...) and append it
 // to `figures` in main(); `--figure name` runs only that one.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "distgraph/core/timer.hpp"
+#include "distgraph/dist/dist_graph.hpp"
+#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/dist/standalone.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
+#include "distgraph/partition/partition_graph.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
+#include "distgraph/sampling/multi_layer.hpp"
 #include "distgraph/sampling/sample_local.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
+#include "distgraph/server/graph_server.hpp"
+#include "distgraph/storage/mmap_storage.hpp"
+#include "distgraph/transport/asio_server.hpp"
+#include "distgraph/transport/asio_transport.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
 
@@ -45,6 +76,9 @@ struct Args {
   std::int64_t batches = 500;
   std::int64_t fanout = 10;
   int runs = 5;
+  std::int64_t loader_batches = 30;  ///< batches per loader epoch
+  int loader_epochs = 3;             ///< timed loader epochs (best kept)
+  std::int64_t feat_dim = 100;
   std::string figure;  ///< empty = all
 };
 
@@ -57,10 +91,15 @@ Args parse(int argc, char** argv) {
       .add("--batches", a.batches, 1, 1'000'000)
       .add("--fanout", a.fanout, 1, 100'000)
       .add("--runs", a.runs, 1, 100)
+      .add("--loader-batches", a.loader_batches, 1, 100'000)
+      .add("--loader-epochs", a.loader_epochs, 1, 100)
+      .add("--feat-dim", a.feat_dim, 1, 4096)
       .add("--figure", a.figure, "NAME")
       .parse(argc, argv);
   return a;
 }
+
+struct LoaderData;
 
 /// What every figure shares: arguments, reporter, the graph and the seed batches.
 struct Bench {
@@ -69,6 +108,7 @@ struct Bench {
   distgraph::Graph graph{};
   std::vector<std::int64_t> seeds{};  ///< args.batches * args.batch_size node IDs
   nlohmann::json params{};
+  std::shared_ptr<LoaderData> loader{};  ///< made by the first loader figure
 
   std::span<const std::int64_t> batch(std::int64_t b) const {
     return std::span<const std::int64_t>(seeds).subspan(
@@ -155,6 +195,255 @@ void sample_neighbors_local_figure(Bench& bench) {
                  (sampled == reads ? "" : " (edge count mismatch!)"));
 }
 
+// --- data loader figures -----------------------------------------------------------------
+
+using distgraph::AsioServer;
+using distgraph::GraphServer;
+using distgraph::MmapStorage;
+using DistLoaderGraph =
+    distgraph::DistGraph<distgraph::RangePartitionBook, distgraph::AsioTransport, MmapStorage>;
+
+constexpr std::int64_t loader_seed = 1;
+const std::vector<std::int64_t> loader_fanouts{10, 25};
+
+/// 2 GraphServers over MmapStorage folders (as `distgraph serve` runs them), each behind an
+/// AsioServer on loopback, and the DistGraph of a trainer co-located with partition 0.
+struct LoopbackServers {
+  std::vector<std::filesystem::path> dirs;
+  std::vector<std::unique_ptr<GraphServer<MmapStorage>>> servers;
+  std::vector<std::unique_ptr<AsioServer>> net;
+  std::unique_ptr<DistLoaderGraph> graph;
+
+  explicit LoopbackServers(const std::filesystem::path& config) {
+    const std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
+                                           ? "/dev/shm"
+                                           : std::filesystem::temp_directory_path();
+    std::vector<distgraph::Endpoint> endpoints;
+    for (int p = 0; p < 2; ++p) {
+      dirs.push_back(base / ("distgraph-bench-loader-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(p)));
+      std::filesystem::remove_all(dirs.back());
+      servers.push_back(std::make_unique<GraphServer<MmapStorage>>(
+          distgraph::load_partition(config, p),
+          std::make_shared<MmapStorage>(MmapStorage::create_dir(dirs.back()))));
+      net.push_back(std::make_unique<AsioServer>(servers.back()->handler(),
+                                                 distgraph::AsioServerOptions{.num_threads = 2}));
+      net.back()->start();
+      endpoints.push_back(net.back()->endpoint());
+    }
+    auto part0 = std::make_shared<const distgraph::Partition>(distgraph::load_partition(config, 0));
+    using Client = DistLoaderGraph::client_type;
+    auto client = std::make_shared<Client>(
+        std::make_shared<distgraph::AsioTransport>(endpoints),
+        std::get<distgraph::RangePartitionBook>(part0->book),
+        distgraph::ClusterLayout{
+            .num_machines = 2, .servers_per_machine = 1, .machine_id = 0, .num_trainers = 1},
+        std::make_shared<MmapStorage>(MmapStorage::attach(dirs[0])));
+    graph = std::make_unique<DistLoaderGraph>(client, part0);
+  }
+  ~LoopbackServers() {
+    graph.reset();
+    for (auto& n : net) n->stop();
+    for (auto& d : dirs) std::filesystem::remove_all(d);
+  }
+  LoopbackServers(const LoopbackServers&) = delete;
+  LoopbackServers& operator=(const LoopbackServers&) = delete;
+};
+
+/// The graph partitioned in 2 with features and labels, the seeds, the in-memory bound and
+/// (made on first use) the standalone and loopback clusters. Removes its folders.
+struct LoaderData {
+  std::filesystem::path dir, config;
+  std::vector<float> feat;            ///< n x feat_dim by input node ID: the bound's array
+  std::vector<std::int64_t> orig_of;  ///< global (relabeled) node ID -> input node ID
+  std::vector<std::int64_t> train;    ///< distinct uniform seeds, global IDs
+  double bound = 0;                   ///< in-memory ceiling, batches/s
+  std::unique_ptr<distgraph::StandaloneCluster<>> standalone;
+  std::unique_ptr<LoopbackServers> loopback;
+
+  ~LoaderData() {
+    standalone.reset();
+    loopback.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+/// The epoch's seed batches as the loader cuts them.
+std::vector<std::vector<std::int64_t>> epoch_batches(const LoaderData& d, std::int64_t epoch,
+                                                     std::int64_t batch_size) {
+  const auto order = distgraph::epoch_order(d.train, true, loader_seed, epoch, 0);
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t b = 0; b < order.size(); b += static_cast<std::size_t>(batch_size))
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(b),
+                     order.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                         order.size(), b + static_cast<std::size_t>(batch_size))));
+  return out;
+}
+
+/// Best epoch time of the in-memory ceiling over the loader's seed batches (mapped to input
+/// IDs): MultiLayerNeighborSampler on the whole graph, one thread, then a memcpy gather of
+/// the input rows. Returns batches/s.
+double loader_bound(const Bench& bench, const LoaderData& d) {
+  const auto view = distgraph::in_edges_view(bench.graph);
+  const distgraph::MultiLayerNeighborSampler<> sampler(loader_fanouts, {}, {.num_threads = 1});
+  const auto dim = static_cast<std::size_t>(bench.args.feat_dim);
+  std::vector<float> rows;
+  double best = std::numeric_limits<double>::infinity();
+  std::int64_t batches = 0;
+  for (int e = -1; e < bench.args.loader_epochs; ++e) {
+    auto seeds = epoch_batches(d, e, bench.args.batch_size);
+    for (auto& batch : seeds)
+      for (auto& v : batch) v = d.orig_of[static_cast<std::size_t>(v)];
+    distgraph::Stopwatch clock;
+    for (std::size_t b = 0; b < seeds.size(); ++b) {
+      const auto mb = sampler.sample_blocks(
+          view, seeds[b], {.seed = loader_seed, .epoch = e, .batch = static_cast<std::int64_t>(b)});
+      rows.resize(mb.input_nodes.size() * dim);
+      for (std::size_t i = 0; i < mb.input_nodes.size(); ++i)
+        std::memcpy(rows.data() + i * dim,
+                    d.feat.data() + static_cast<std::size_t>(mb.input_nodes[i]) * dim,
+                    dim * sizeof(float));
+    }
+    if (e >= 0) best = std::min(best, clock.seconds());  // epoch -1 warms up
+    batches = static_cast<std::int64_t>(seeds.size());
+  }
+  return static_cast<double>(batches) / best;
+}
+
+/// Partitions the benchmark graph with random D-dim features and labels (once).
+LoaderData& loader_data(Bench& bench) {
+  if (bench.loader) return *bench.loader;
+  auto d = std::make_shared<LoaderData>();
+  const Args& a = bench.args;
+  const std::int64_t n = bench.graph.num_nodes();
+  const auto dim = static_cast<std::size_t>(a.feat_dim);
+  d->dir = std::filesystem::temp_directory_path() /
+           ("distgraph-bench-loader-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d->dir);
+  d->feat.resize(static_cast<std::size_t>(n) * dim);
+  for (std::size_t i = 0; i < d->feat.size(); ++i)
+    d->feat[i] = static_cast<float>(distgraph::detail::mix64(i) >> 40) * 0x1.0p-24f - 0.5f;
+  std::vector<std::int64_t> label(static_cast<std::size_t>(n));
+  for (std::size_t v = 0; v < label.size(); ++v)
+    label[v] = static_cast<std::int64_t>(distgraph::detail::mix64(v + 0x5bd1e995) % 10);
+  distgraph::Stopwatch clock;
+  const distgraph::TensorList node_data = {
+      {"feat", distgraph::HostTensor::from(distgraph::Buffer<float>(d->feat),
+                                           {n, static_cast<std::int64_t>(dim)})},
+      {"label", distgraph::HostTensor::from(distgraph::Buffer<std::int64_t>(std::move(label)))}};
+  distgraph::partition_graph(bench.graph, "rmat", 2, d->dir,
+                             {.method = distgraph::PartMethod::random, .seed = 3}, node_data);
+  d->config = d->dir / "rmat.json";
+  bench.rep.note("loader: partitioned into 2 (random) with " + std::to_string(dim) +
+                 "-dim features in " + std::to_string(clock.seconds()) + " s");
+  d->orig_of.assign(static_cast<std::size_t>(n), -1);
+  for (int p = 0; p < 2; ++p) {
+    const auto part = distgraph::load_partition(d->config, p);
+    for (std::int64_t v = 0; v < part.num_inner_nodes; ++v)
+      d->orig_of[static_cast<std::size_t>(part.nid[static_cast<std::size_t>(v)])] =
+          part.orig_nid[static_cast<std::size_t>(v)];
+  }
+  // Distinct uniform seeds: the head of a partial Fisher-Yates shuffle.
+  const std::int64_t count = std::min(n, a.loader_batches * a.batch_size);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  distgraph::detail::SplitMix64 rng(11);
+  for (std::int64_t i = 0; i < count; ++i)
+    std::swap(all[static_cast<std::size_t>(i)],
+              all[static_cast<std::size_t>(
+                  i + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(n - i))))]);
+  d->train.assign(all.begin(), all.begin() + count);
+  clock.reset();
+  d->bound = loader_bound(bench, *d);
+  bench.rep.note("loader: in-memory bound " + std::to_string(d->bound) + " batches/s (" +
+                 std::to_string(clock.seconds()) + " s)");
+  bench.loader = d;
+  return *d;
+}
+
+/// Runs a NodeDataLoader with `threads` prefetch threads for a warm-up and the timed epochs
+/// and reports the best epoch as `name`.
+template <class Graph>
+void loader_figure(Bench& bench, const std::string& name, Graph graph, unsigned threads,
+                   const std::string& mode) {
+  LoaderData& d = loader_data(bench);
+  const Args& a = bench.args;
+  distgraph::NodeDataLoader loader(std::move(graph), d.train, loader_fanouts,
+                                   {.batch_size = a.batch_size,
+                                    .seed = loader_seed,
+                                    .num_prefetch_threads = threads,
+                                    .prefetch_depth = 2 * static_cast<std::int64_t>(threads)});
+  struct Sums {
+    double wall = 0, sample = 0, fetch = 0, wait = 0;
+    std::int64_t batches = 0, input_nodes = 0, edges = 0;
+  } best;
+  best.wall = std::numeric_limits<double>::infinity();
+  for (int e = -1; e < a.loader_epochs; ++e) {
+    Sums s;
+    distgraph::Stopwatch clock;
+    for (const distgraph::NodeBatch& b : loader.epoch(e)) {
+      s.sample += b.timings.sample_s;
+      s.fetch += b.timings.fetch_s;
+      s.wait += b.timings.wait_s;
+      s.input_nodes += static_cast<std::int64_t>(b.input_nodes.size());
+      for (const auto& blk : b.blocks) s.edges += blk.num_edges();
+      ++s.batches;
+    }
+    s.wall = clock.seconds();
+    if (e >= 0 && s.wall < best.wall) best = s;  // epoch -1 warms up
+  }
+  const auto per = [&](double x) { return x / static_cast<double>(best.batches); };
+  nlohmann::json params = bench.params;
+  params["mode"] = mode;
+  params["prefetch_threads"] = threads;
+  params["prefetch_depth"] = 2 * threads;
+  params["fanouts"] = loader_fanouts;
+  params["feat_dim"] = a.feat_dim;
+  params["partitions"] = "2, random";
+  params["batches_per_epoch"] = best.batches;
+  params["epochs"] = a.loader_epochs;
+  params["sample_s"] = per(best.sample);
+  params["fetch_s"] = per(best.fetch);
+  params["wait_s"] = per(best.wait);
+  params["wall_s"] = per(best.wall);
+  params["input_nodes"] = best.input_nodes / best.batches;
+  params["block_edges"] = best.edges / best.batches;
+  bench.rep.add(Figure{.figure = name,
+                       .value = static_cast<double>(best.batches) / best.wall,
+                       .unit = "batches/s",
+                       .bound = d.bound,
+                       .bound_name = "in_memory_blocks+gather",
+                       .params = params});
+  bench.rep.note(name + ": per batch sample " + std::to_string(per(best.sample)) + " s, fetch " +
+                 std::to_string(per(best.fetch)) + " s, wait " + std::to_string(per(best.wait)) +
+                 " s, wall " + std::to_string(per(best.wall)) + " s");
+}
+
+distgraph::StandaloneGraph standalone_graph(Bench& bench) {
+  LoaderData& d = loader_data(bench);
+  if (!d.standalone) d.standalone = std::make_unique<distgraph::StandaloneCluster<>>(d.config);
+  return d.standalone->graph();
+}
+
+DistLoaderGraph loopback_graph(Bench& bench) {
+  LoaderData& d = loader_data(bench);
+  if (!d.loopback) d.loopback = std::make_unique<LoopbackServers>(d.config);
+  return *d.loopback->graph;
+}
+
+void loader_standalone_t1(Bench& b) {
+  loader_figure(b, "loader_standalone_t1", standalone_graph(b), 1, "standalone");
+}
+void loader_standalone_t2(Bench& b) {
+  loader_figure(b, "loader_standalone_t2", standalone_graph(b), 2, "standalone");
+}
+void loader_dist_t1(Bench& b) {
+  loader_figure(b, "loader_dist_t1", loopback_graph(b), 1, "dist (2 servers, loopback)");
+}
+void loader_dist_t2(Bench& b) {
+  loader_figure(b, "loader_dist_t2", loopback_graph(b), 2, "dist (2 servers, loopback)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,6 +451,10 @@ int main(int argc, char** argv) {
   const Args& args = bench.args;
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
       {"sample_neighbors_local", sample_neighbors_local_figure},
+      {"loader_standalone_t1", loader_standalone_t1},
+      {"loader_standalone_t2", loader_standalone_t2},
+      {"loader_dist_t1", loader_dist_t1},
+      {"loader_dist_t2", loader_dist_t2},
   };
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
                                            [&](const auto& f) { return f.first == args.figure; })) {
@@ -181,19 +474,24 @@ int main(int argc, char** argv) {
   for (auto& v : bench.seeds)
     v = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(n)));
 
-  bench.rep.header({{"graph", "rmat(scale=" + std::to_string(args.scale) +
-                                  ", edge_factor=" + std::to_string(args.edge_factor) +
-                                  ", seed=1), symmetrized, simple"},
-                    {"n", std::to_string(n)},
-                    {"m", std::to_string(bench.graph.num_edges())},
-                    {"hub_in_degree", std::to_string(bench.graph.in_degree(0)) + " (node 0)"},
-                    {"seeds", std::to_string(args.batches) + " batches x " +
-                                  std::to_string(args.batch_size) + " uniform node IDs"},
-                    {"fanout", std::to_string(args.fanout)},
-                    {"threads", "1"},
-                    {"runs", "best of " + std::to_string(args.runs)},
-                    {"bound", "random-access reads of the same rows, no sampling logic"},
-                    {"build_seconds", std::to_string(build_s)}});
+  bench.rep.header(
+      {{"graph", "rmat(scale=" + std::to_string(args.scale) + ", edge_factor=" +
+                     std::to_string(args.edge_factor) + ", seed=1), symmetrized, simple"},
+       {"n", std::to_string(n)},
+       {"m", std::to_string(bench.graph.num_edges())},
+       {"hub_in_degree", std::to_string(bench.graph.in_degree(0)) + " (node 0)"},
+       {"seeds", std::to_string(args.batches) + " batches x " + std::to_string(args.batch_size) +
+                     " uniform node IDs"},
+       {"fanout", std::to_string(args.fanout)},
+       {"threads", "1"},
+       {"runs", "best of " + std::to_string(args.runs)},
+       {"bound", "random-access reads of the same rows, no sampling logic"},
+       {"loader", "NodeDataLoader [10, 25], batch " + std::to_string(args.batch_size) + ", " +
+                      std::to_string(args.feat_dim) + "-dim float32, " +
+                      std::to_string(args.loader_batches) + " batches x best of " +
+                      std::to_string(args.loader_epochs) + " epochs, 2 random parts"},
+       {"loader_bound", "in-memory MultiLayerNeighborSampler + memcpy gather, 1 thread"},
+       {"build_seconds", std::to_string(build_s)}});
   bench.params = {
       {"scale", args.scale},          {"edge_factor", args.edge_factor}, {"n", n},
       {"m", bench.graph.num_edges()}, {"batch_size", args.batch_size},   {"batches", args.batches}};
