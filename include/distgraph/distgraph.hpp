@@ -71,11 +71,12 @@
 #include "distgraph/dist/dist_embedding.hpp"
 #include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/dist_tensor.hpp"
+#include "distgraph/dist/edge_data_loader.hpp"
 #include "distgraph/dist/kv_client.hpp"
+#include "distgraph/dist/loader_options.hpp"
+#include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
 #include "distgraph/dist/standalone.hpp"
-// dist data loaders (in progress): add dist/node_data_loader.hpp, dist/edge_data_loader.hpp
-// and dist/loader_options.hpp here once they land.
 // runtime
 #include "distgraph/runtime/copy.hpp"
 #include "distgraph/runtime/environment.hpp"
