@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,8 +58,10 @@ class DistTensor {
   void pull(std::span<const std::int64_t> global_ids, std::span<T> out) const {
     client_->pull(name_, kind_, global_ids, std::as_writable_bytes(out), row_bytes());
   }
-  /// Rows `global_ids` as a new vector.
-  std::vector<T> pull(std::span<const std::int64_t> global_ids) const {
+  /// Rows `global_ids` as a new vector (not for bool: std::vector<bool> has no array to
+  /// fill; pull into a span instead).
+  std::vector<T> pull(std::span<const std::int64_t> global_ids) const
+      requires(!std::is_same_v<T, bool>) {
     std::vector<T> out(global_ids.size() * static_cast<std::size_t>(cols_));
     pull(global_ids, out);
     return out;

@@ -1,8 +1,10 @@
 // ServerProcess: one server of a cluster machine (main or backup), listening over TCP.
 #pragma once
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/load_partition.hpp"
+#include "distgraph/partition/partition_config.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/server/graph_server.hpp"
 #include "distgraph/storage/mmap_storage.hpp"
@@ -46,7 +49,15 @@ inline std::filesystem::path storage_ready_marker(const std::filesystem::path& d
 /// TimeoutError naming the folder at `deadline`.
 inline void wait_for_storage(const std::filesystem::path& dir, Deadline deadline) {
   auto pause = std::chrono::milliseconds(1);
-  while (!std::filesystem::exists(storage_ready_marker(dir))) {
+  // Ready = the marker exists and the main server that wrote it (its pid) is alive: a
+  // marker left by a killed run does not count.
+  auto ready = [&] {
+    std::ifstream in(storage_ready_marker(dir));
+    long pid = 0;
+    return in && (in >> pid) && pid > 0 &&
+           (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  };
+  while (!ready()) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw TimeoutError(dir.string() + ": the main server did not publish its data in time");
     std::this_thread::sleep_for(pause);
@@ -90,19 +101,23 @@ class ServerProcess {
       options_.log = [](std::string_view line) {
         std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
       };
+    // The main server clears a folder left by a crashed run before anything slow, so a
+    // backup never attaches to the old data (wait_for_storage also checks the marker's
+    // writer is alive).
+    const PartitionConfig cfg = read_partition_config(options_.part_config);
+    const auto& me0 = ipc.machines.at(static_cast<std::size_t>(options_.machine));
+    dir_ = options_.storage_dir.empty() ? machine_storage_dir(cfg.graph_name, me0)
+                                        : options_.storage_dir;
+    if (options_.server_id == 0) std::filesystem::remove_all(dir_);
     Partition part = load_partition(options_.part_config, options_.machine);
     if (part.config.num_parts != ipc.num_machines())
       throw PartitionError(options_.part_config.string() + ": " +
                            std::to_string(part.config.num_parts) + " partitions but " +
                            ipc.path.string() + " lists " + std::to_string(ipc.num_machines()) +
                            " machines; expected one machine per partition");
-    const auto& me = ipc.machines[static_cast<std::size_t>(options_.machine)];
-    dir_ = options_.storage_dir.empty() ? machine_storage_dir(part.config.graph_name, me)
-                                        : options_.storage_dir;
+    const auto& me = me0;
     const bool main = options_.server_id == 0;
     if (main) {
-      // A folder left by a crashed run would mix old tensors with new ones.
-      std::filesystem::remove_all(dir_);
       storage_ = std::make_shared<MmapStorage>(MmapStorage::create_dir(dir_));
     } else {
       wait_for_storage(dir_, deadline_in(options_.startup_timeout));

@@ -166,6 +166,8 @@ class KVServer {
                            std::to_string(global_rows) +
                            (q.kind == RowKind::node ? " nodes" : " edges"));
     TensorSpec spec{q.name, q.dtype, detail::owned_rows(book_, part_id_, q.kind), q.cols};
+    if (q.init.kind != InitKind::zeros && q.dtype != DType::float32 && q.dtype != DType::float64)
+      throw DTypeError("tensor '" + q.name + "'", "random initialisation needs a float dtype");
     // Serialise creation so that exactly one creator initialises the rows.
     std::lock_guard lock(create_mu_);
     if (!storage_->create(spec)) return false;
