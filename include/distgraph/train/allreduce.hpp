@@ -1,0 +1,341 @@
+// Gradient all-reduce across trainers through c10d's ProcessGroupGloo, in flat buckets.
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+
+namespace distgraph {
+
+/// A collective (all-reduce, broadcast, all-gather) failed or timed out: a peer died, left
+/// or never joined. `what()` names the operation and this rank.
+class CollectiveError : public Error {
+ public:
+  explicit CollectiveError(const std::string& what) : Error(what) {}
+};
+
+/// Trainers disagree on how many batches an epoch has; raised on every trainer (after one
+/// all-reduce of the counts) instead of a deadlock at the first missing all-reduce.
+class BatchCountMismatch : public Error {
+ public:
+  BatchCountMismatch(std::int64_t rank, std::int64_t local, std::int64_t min, std::int64_t max)
+      : Error("trainer " + std::to_string(rank) + ": " + std::to_string(local) +
+              " batches this epoch, others have " + std::to_string(min) + " to " +
+              std::to_string(max) +
+              "; expected the same count on every trainer (node_split "
+              "with force_even gives it)"),
+        local_(local),
+        min_(min),
+        max_(max) {}
+  std::int64_t local() const noexcept { return local_; }
+  std::int64_t min() const noexcept { return min_; }
+  std::int64_t max() const noexcept { return max_; }
+
+ private:
+  std::int64_t local_, min_, max_;
+};
+
+/// Where and how trainers meet (PyTorch's MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE).
+struct RendezvousOptions {
+  std::string master_addr = "127.0.0.1";
+  std::uint16_t master_port = 29500;  ///< rank 0 listens here; 0 picks a free port
+  std::int32_t rank = 0;
+  std::int32_t world_size = 1;
+  /// Bounds the rendezvous and every later collective (no wait is forever).
+  std::chrono::milliseconds timeout{60000};
+  /// Address gloo binds for its connections ("" = the interface below, else the host's
+  /// default device, as PyTorch does); 127.0.0.1 for single-machine runs and tests.
+  std::string hostname;
+  /// Network interface for gloo (PyTorch's GLOO_SOCKET_IFNAME); used when hostname is "".
+  std::string interface;
+};
+
+/// Fills rank, world_size, master address and port from PyTorch's environment variables
+/// where set; the rest stays as given. Throws InvalidArgument for a malformed value.
+inline RendezvousOptions rendezvous_from_env(RendezvousOptions base) {
+  const auto num = [](const char* name, long long lo, long long hi, long long fallback) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return fallback;
+    char* end = nullptr;
+    const long long x = std::strtoll(v, &end, 10);
+    if (*end != '\0' || x < lo || x > hi)
+      throw InvalidArgument(std::string(name) + "='" + v + "': expected an integer in [" +
+                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return x;
+  };
+  if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') base.master_addr = a;
+  base.master_port = static_cast<std::uint16_t>(num("MASTER_PORT", 0, 65535, base.master_port));
+  base.world_size = static_cast<std::int32_t>(num("WORLD_SIZE", 1, 1 << 20, base.world_size));
+  base.rank = static_cast<std::int32_t>(num("RANK", 0, base.world_size - 1, base.rank));
+  if (const char* i = std::getenv("GLOO_SOCKET_IFNAME"); i != nullptr && *i != '\0')
+    base.interface = i;
+  return base;
+}
+
+namespace detail {
+
+inline void check_rank(std::int32_t rank, std::int32_t world_size, const char* who) {
+  if (world_size < 1)
+    throw InvalidArgument(std::string(who) + ": world_size " + std::to_string(world_size) +
+                          "; expected >= 1");
+  if (rank < 0 || rank >= world_size)
+    throw IdOutOfRange(std::string(who) + " rank", rank, 0, world_size);
+}
+
+/// Runs `op` and waits for its work, turning c10's exceptions into CollectiveError.
+template <class Op>
+void run_collective(const char* what, std::int32_t rank, std::chrono::milliseconds timeout,
+                    Op&& op) {
+  try {
+    auto work = op();
+    work->wait(timeout);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    throw CollectiveError(std::string(what) + " on trainer " + std::to_string(rank) + ": " + msg +
+                          "; expected every trainer to join within " +
+                          std::to_string(timeout.count()) + " ms");
+  }
+}
+
+}  // namespace detail
+
+/// A TCPStore for the rendezvous: rank 0 hosts it on master_port (0 = any free port; read
+/// it back with `store->getPort()`), the others connect to master_addr:master_port.
+/// Blocks until connected, at most `timeout`; throws CollectiveError when it cannot.
+inline c10::intrusive_ptr<c10d::TCPStore> make_tcp_store(const RendezvousOptions& o) {
+  detail::check_rank(o.rank, o.world_size, "make_tcp_store");
+  c10d::TCPStoreOptions so;
+  so.port = o.master_port;
+  so.isServer = o.rank == 0;
+  so.numWorkers = static_cast<std::size_t>(o.world_size);
+  // Rank 0 must return (to publish a picked port) before the others connect; the process
+  // group's rendezvous through the store waits for everyone anyway.
+  so.waitWorkers = false;
+  so.timeout = o.timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+  } catch (const std::exception& e) {
+    throw CollectiveError("TCPStore " + o.master_addr + ":" + std::to_string(o.master_port) +
+                          " (trainer " + std::to_string(o.rank) + "): " + e.what());
+  }
+}
+
+/// A FileStore at `path` shared by `world_size` processes or threads (tests, one machine).
+inline c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& path,
+                                                       std::int32_t world_size) {
+  return c10::make_intrusive<c10d::FileStore>(path, world_size);
+}
+
+/// A gloo process group of `o.world_size` trainers meeting through `store`; every trainer
+/// calls it with its own rank. Blocks until all have joined, at most o.timeout; throws
+/// CollectiveError otherwise. Collectives on the group must be issued in the same order
+/// on every trainer; one group per thread.
+inline c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
+  detail::check_rank(o.rank, o.world_size, "make_gloo_group");
+  auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
+  try {
+    if (!o.hostname.empty())
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(o.hostname));
+    else if (!o.interface.empty())
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(o.interface));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->threads = 2;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.world_size, opts);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    throw CollectiveError("gloo process group (trainer " + std::to_string(o.rank) + " of " +
+                          std::to_string(o.world_size) + "): " + msg);
+  }
+}
+
+/// Sums `values` element-wise over all trainers of `group` (in double) and returns the
+/// sums. Collective: every trainer calls it with the same length. Blocks at most
+/// `timeout`, then throws CollectiveError.
+inline std::vector<double> all_reduce_sum(
+    c10d::ProcessGroup& group, std::span<const double> values,
+    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  auto t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kDouble);
+  std::copy(values.begin(), values.end(), t.data_ptr<double>());
+  std::vector<torch::Tensor> ts{t};
+  detail::run_collective("all_reduce_sum", group.getRank(), timeout,
+                         [&] { return group.allreduce(ts); });
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+/// The smallest and largest `value` over all trainers of `group` (one all-reduce).
+/// Collective; blocks at most `timeout`, then throws CollectiveError.
+inline std::pair<std::int64_t, std::int64_t> all_reduce_min_max(
+    c10d::ProcessGroup& group, std::int64_t value,
+    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  auto t = torch::tensor({value, -value}, torch::kLong);
+  std::vector<torch::Tensor> ts{t};
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = c10d::ReduceOp::MAX;
+  detail::run_collective("all_reduce_min_max", group.getRank(), timeout,
+                         [&] { return group.allreduce(ts, ao); });
+  return {-t[1].item<std::int64_t>(), t[0].item<std::int64_t>()};
+}
+
+/// Every trainer's 1-D CPU tensor `local` concatenated in rank order (lengths may
+/// differ; they are padded to the longest for gloo's equal-size all-gather and cut back).
+/// Collective; blocks at most `timeout`, then throws CollectiveError.
+inline torch::Tensor all_gather_cat(c10d::ProcessGroup& group, const torch::Tensor& local,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  const std::int64_t n = local.numel();
+  const std::int32_t world = group.getSize();
+  auto lengths = torch::zeros({world}, torch::kLong);
+  lengths[group.getRank()] = n;
+  {
+    std::vector<torch::Tensor> ts{lengths};
+    detail::run_collective("all_gather_cat (lengths)", group.getRank(), timeout,
+                           [&] { return group.allreduce(ts); });
+  }
+  const std::int64_t longest = lengths.max().item<std::int64_t>();
+  auto padded = torch::zeros({longest}, local.options());
+  padded.slice(0, 0, n).copy_(local.reshape({-1}));
+  std::vector<std::vector<torch::Tensor>> outs(1);
+  for (std::int32_t r = 0; r < world; ++r) outs[0].push_back(torch::empty_like(padded));
+  std::vector<torch::Tensor> ins{padded};
+  detail::run_collective("all_gather_cat", group.getRank(), timeout,
+                         [&] { return group.allgather(outs, ins); });
+  std::vector<torch::Tensor> parts;
+  for (std::int32_t r = 0; r < world; ++r)
+    parts.push_back(
+        outs[0][static_cast<std::size_t>(r)].slice(0, 0, lengths[r].item<std::int64_t>()));
+  return torch::cat(parts);
+}
+
+/// How GradientAllReducer buckets (designated initialisers).
+struct AllReduceOptions {
+  /// Gradients are packed into flat buffers of about this size, one all-reduce each
+  /// (PyTorch DDP's default bucket_cap_mb = 25); a larger tensor gets a bucket of its own.
+  std::int64_t bucket_bytes = 25 << 20;
+  std::chrono::milliseconds timeout{60000};  ///< per collective; then CollectiveError
+};
+
+/// Averages the gradients of a fixed parameter list over all trainers of a process group,
+/// as DDP does after backward: gradients are copied into a few flat buckets (grouped by
+/// dtype and device, in parameter order), each bucket is all-reduced (sum) once, divided
+/// by the world size and copied back. A parameter without a gradient counts as zero and
+/// gets one. Not thread-safe; collective (every trainer calls in the same order).
+class GradientAllReducer {
+ public:
+  /// Throws InvalidArgument for a null group or bucket_bytes < 1.
+  GradientAllReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                     std::vector<torch::Tensor> parameters, AllReduceOptions options = {})
+      : group_(std::move(group)), params_(std::move(parameters)), options_(options) {
+    if (!group_) throw InvalidArgument("GradientAllReducer: no process group");
+    if (options_.bucket_bytes < 1)
+      throw InvalidArgument("GradientAllReducer: bucket_bytes " +
+                            std::to_string(options_.bucket_bytes) + "; expected >= 1");
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const auto& p = params_[i];
+      const auto bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
+      Bucket* open = nullptr;
+      for (auto& b : buckets_)
+        if (b.dtype == p.scalar_type() && b.device == p.device() &&
+            b.bytes + bytes <= options_.bucket_bytes)
+          open = &b;
+      if (open == nullptr) {
+        buckets_.push_back(Bucket{p.scalar_type(), p.device(), {}, 0, 0, {}});
+        open = &buckets_.back();
+      }
+      open->members.push_back(i);
+      open->bytes += bytes;
+      open->numel += p.numel();
+    }
+    for (auto& b : buckets_)
+      b.flat = torch::empty({b.numel}, torch::TensorOptions().dtype(b.dtype).device(b.device));
+  }
+
+  /// Replaces every trainer's gradients by their mean over the group. Blocks until all
+  /// buckets are reduced, each at most options().timeout, then throws CollectiveError.
+  void all_reduce_gradients() {
+    torch::NoGradGuard no_grad;
+    const double scale = 1.0 / static_cast<double>(group_->getSize());
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      Bucket& b = buckets_[k];
+      std::int64_t off = 0;
+      for (const std::size_t i : b.members) {
+        auto& p = params_[i];
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+        b.flat.slice(0, off, off + p.numel()).copy_(p.grad().reshape({-1}));
+        off += p.numel();
+      }
+      std::vector<torch::Tensor> ts{b.flat};
+      detail::run_collective(("gradient all-reduce of bucket " + std::to_string(k)).c_str(),
+                             group_->getRank(), options_.timeout,
+                             [&] { return group_->allreduce(ts); });
+      b.flat.mul_(scale);
+      off = 0;
+      for (const std::size_t i : b.members) {
+        auto& p = params_[i];
+        p.mutable_grad().copy_(b.flat.slice(0, off, off + p.numel()).view_as(p));
+        off += p.numel();
+      }
+    }
+  }
+
+  /// Copies trainer `root`'s parameter values to every trainer (so all start equal, as
+  /// DDP's constructor does). Collective; blocks as all_reduce_gradients.
+  void broadcast_parameters(std::int32_t root = 0) {
+    torch::NoGradGuard no_grad;
+    c10d::BroadcastOptions bo;
+    bo.rootRank = root;
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      Bucket& b = buckets_[k];
+      std::int64_t off = 0;
+      for (const std::size_t i : b.members) {
+        b.flat.slice(0, off, off + params_[i].numel()).copy_(params_[i].reshape({-1}));
+        off += params_[i].numel();
+      }
+      std::vector<torch::Tensor> ts{b.flat};
+      detail::run_collective("parameter broadcast", group_->getRank(), options_.timeout,
+                             [&] { return group_->broadcast(ts, bo); });
+      off = 0;
+      for (const std::size_t i : b.members) {
+        params_[i].copy_(b.flat.slice(0, off, off + params_[i].numel()).view_as(params_[i]));
+        off += params_[i].numel();
+      }
+    }
+  }
+
+  std::size_t num_buckets() const noexcept { return buckets_.size(); }
+  c10d::ProcessGroup& group() const noexcept { return *group_; }
+  const AllReduceOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Bucket {
+    c10::ScalarType dtype;
+    c10::Device device;
+    std::vector<std::size_t> members;  // indices into params_, in order
+    std::int64_t bytes = 0, numel = 0;
+    torch::Tensor flat;
+  };
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::vector<torch::Tensor> params_;
+  AllReduceOptions options_;
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace distgraph

@@ -1,0 +1,254 @@
+// Trainer: the data-parallel training and evaluation loop over mini-batches of blocks.
+#pragma once
+
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/train/allreduce.hpp"
+#include "distgraph/train/block_tensors.hpp"
+#include "distgraph/train/concepts.hpp"
+#include "distgraph/train/graph_sage.hpp"
+#include "distgraph/train/metrics.hpp"
+
+namespace distgraph {
+
+/// Optimiser, device and all-reduce settings of a Trainer (designated initialisers).
+struct TrainerOptions {
+  double lr = 0.01;            ///< Adam learning rate
+  double weight_decay = 5e-4;  ///< Adam's L2 penalty on every parameter
+  /// Where the model and each batch live. On a CUDA device features are staged through a
+  /// pinned host buffer and copied asynchronously.
+  torch::Device device = torch::kCPU;
+  AllReduceOptions all_reduce{};  ///< buckets and collective timeout (with a group)
+};
+
+/// One training epoch, summed over this trainer's batches; loss and train_metric are
+/// over all trainers (weighted by output nodes), the times are this trainer's, in seconds.
+struct EpochStats {
+  std::int64_t epoch = 0;
+  std::int64_t num_batches = 0;
+  double loss = 0;          ///< mean cross-entropy per output node
+  double train_metric = 0;  ///< accuracy of the training batches' predictions
+  double epoch_s = 0;       ///< wall time of train_epoch
+  double sample_s = 0;      ///< sampling the blocks (in the loader, maybe in the background)
+  double fetch_s = 0;       ///< pulling features and labels (likewise)
+  double wait_s = 0;        ///< blocked in the loader's next()
+  double compute_s = 0;     ///< to tensors, forward, backward, optimiser step
+  double allreduce_s = 0;   ///< gradient all-reduce
+};
+
+/// An evaluation over all trainers' shares of a node set.
+struct EvalResult {
+  Metric metric = Metric::accuracy;
+  double value = 0;            ///< accuracy or ROC-AUC, a fraction in [0, 1]
+  std::int64_t num_nodes = 0;  ///< output nodes evaluated, over all trainers
+};
+
+/// Trains `Model` (a torch module holder whose `forward(const std::vector<BlockTensors>&,
+/// torch::Tensor features)` returns logits of the last block's destinations; GraphSAGE by
+/// default) with cross-entropy and Adam, data-parallel when given a c10d process group:
+/// parameters are broadcast from rank 0 at construction and gradients averaged after each
+/// backward (GradientAllReducer). The device is a runtime value (`options.device`), so the
+/// same instantiation trains on the CPU or on `cuda:N`. Not thread-safe; every trainer of
+/// the group must call train_epoch / evaluate in the same order (they are collective).
+template <class Model = GraphSAGE>
+class Trainer {
+ public:
+  /// Moves `model` to options.device. With `group`, blocks until rank 0's parameters
+  /// arrive (CollectiveError after options.all_reduce.timeout).
+  explicit Trainer(Model model, TrainerOptions options = {},
+                   c10::intrusive_ptr<c10d::ProcessGroup> group = {})
+      : model_(std::move(model)), options_(std::move(options)), group_(std::move(group)) {
+    model_->to(options_.device);
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        model_->parameters(),
+        torch::optim::AdamOptions(options_.lr).weight_decay(options_.weight_decay));
+    if (group_) {
+      reducer_ =
+          std::make_unique<GradientAllReducer>(group_, model_->parameters(), options_.all_reduce);
+      reducer_->broadcast_parameters(0);
+    }
+  }
+
+  /// Trains one epoch over `source`'s batches (source.begin_epoch(epoch) first). With a
+  /// group, the trainers' batch counts are compared first: BatchCountMismatch on every
+  /// trainer if they differ. Throws InvalidArgument when a batch has no labels or
+  /// features, or the source yields another number of batches than num_batches() said;
+  /// ShapeError for features or labels of the wrong size; CollectiveError when a peer
+  /// fails; and whatever the source throws.
+  template <BatchSource Source>
+  EpochStats train_epoch(Source& source, std::int64_t epoch) {
+    Stopwatch epoch_clock;
+    EpochStats st;
+    st.epoch = epoch;
+    const auto expected = static_cast<std::int64_t>(source.num_batches());
+    if (group_) {
+      const auto [lo, hi] = all_reduce_min_max(*group_, expected, options_.all_reduce.timeout);
+      if (lo != hi) throw BatchCountMismatch(group_->getRank(), expected, lo, hi);
+    }
+    model_->train();
+    source.begin_epoch(epoch);
+    double loss_sum = 0, correct = 0, total = 0;
+    while (auto batch = source.next()) {
+      st.sample_s += batch->timings.sample_s;
+      st.fetch_s += batch->timings.fetch_s;
+      st.wait_s += batch->timings.wait_s;
+      Stopwatch clock;
+      const torch::Tensor x = features_of(*batch);
+      const torch::Tensor y = labels_of(*batch);
+      const auto blocks = block_tensors(std::move(batch->blocks), options_.device);
+      const torch::Tensor logits = model_->forward(blocks, x);
+      const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
+      optimizer_->zero_grad();
+      loss.backward();
+      st.compute_s += clock.seconds();
+      if (reducer_) {
+        clock.reset();
+        reducer_->all_reduce_gradients();
+        st.allreduce_s += clock.seconds();
+      }
+      clock.reset();
+      optimizer_->step();
+      const auto n = static_cast<double>(y.size(0));
+      loss_sum += loss.item<double>() * n;
+      correct += logits.argmax(1).eq(y).sum().item<double>();
+      total += n;
+      st.compute_s += clock.seconds();
+      ++st.num_batches;
+    }
+    if (st.num_batches != expected)
+      throw InvalidArgument("train_epoch: the source yielded " + std::to_string(st.num_batches) +
+                            " batches in epoch " + std::to_string(epoch) +
+                            "; its num_batches() said " + std::to_string(expected));
+    std::vector<double> sums{loss_sum, correct, total};
+    if (group_) sums = all_reduce_sum(*group_, sums, options_.all_reduce.timeout);
+    st.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+    st.train_metric = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+    st.epoch_s = epoch_clock.seconds();
+    return st;
+  }
+
+  /// Evaluates the model on `source`'s batches (this trainer's share of a node set, e.g.
+  /// node_split of the validation IDs with force_even off and fanouts -1 for full
+  /// neighbourhoods; counts may differ between trainers) and reduces over the group:
+  /// accuracy from summed counts, ROC-AUC over the gathered class-1 scores of every
+  /// trainer. `Metric::automatic` is ROC-AUC for 2 output classes, else accuracy (agreed
+  /// over the group). Collective; throws as train_epoch, and InvalidArgument from roc_auc
+  /// when the evaluated labels hold a single class.
+  template <BatchSource Source>
+  EvalResult evaluate(Source& source, std::int64_t epoch = 0, Metric metric = Metric::automatic) {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    source.begin_epoch(epoch);
+    std::int64_t classes = -1;
+    double correct = 0, total = 0;
+    std::vector<torch::Tensor> scores, labels;
+    while (auto batch = source.next()) {
+      const torch::Tensor x = features_of(*batch);
+      const torch::Tensor y = labels_of(*batch);
+      const torch::Tensor logits =
+          model_->forward(block_tensors(std::move(batch->blocks), options_.device), x);
+      classes = logits.size(1);
+      correct += logits.argmax(1).eq(y).sum().item<double>();
+      total += static_cast<double>(y.size(0));
+      if (classes == 2) {
+        scores.push_back(torch::softmax(logits, 1).select(1, 1).to(torch::kCPU, torch::kDouble));
+        labels.push_back(y.to(torch::kCPU).clone());  // y may view the batch's vector
+      }
+    }
+    model_->train();
+    if (metric == Metric::automatic) {
+      if (group_)
+        classes = all_reduce_min_max(*group_, classes, options_.all_reduce.timeout).second;
+      metric = classes == 2 ? Metric::roc_auc : Metric::accuracy;
+    }
+    EvalResult r;
+    r.metric = metric;
+    if (metric == Metric::accuracy) {
+      std::vector<double> sums{correct, total};
+      if (group_) sums = all_reduce_sum(*group_, sums, options_.all_reduce.timeout);
+      r.num_nodes = static_cast<std::int64_t>(sums[1]);
+      r.value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+      return r;
+    }
+    if (classes != 2 && total > 0)
+      throw InvalidArgument("evaluate: roc_auc needs 2 output classes; the model has " +
+                            std::to_string(classes));
+    auto s = scores.empty() ? torch::empty({0}, torch::kDouble) : torch::cat(scores);
+    auto l = labels.empty() ? torch::empty({0}, torch::kLong) : torch::cat(labels);
+    if (group_) {
+      s = all_gather_cat(*group_, s, options_.all_reduce.timeout);
+      l = all_gather_cat(*group_, l, options_.all_reduce.timeout);
+    }
+    s = s.contiguous();
+    l = l.contiguous();
+    r.num_nodes = s.numel();
+    r.value = roc_auc({s.data_ptr<double>(), static_cast<std::size_t>(s.numel())},
+                      {l.data_ptr<std::int64_t>(), static_cast<std::size_t>(l.numel())});
+    return r;
+  }
+
+  Model& model() noexcept { return model_; }
+  torch::optim::Adam& optimizer() noexcept { return *optimizer_; }
+  const TrainerOptions& options() const noexcept { return options_; }
+  /// This trainer's rank and the group size (0 and 1 without a group).
+  std::int32_t rank() const { return group_ ? group_->getRank() : 0; }
+  std::int32_t world_size() const { return group_ ? group_->getSize() : 1; }
+
+ private:
+  /// The batch's features as a [num_src, feat_dim] float tensor on the device: a view of
+  /// the batch's vector on the CPU (no copy), else staged through pinned host memory. The
+  /// pinned buffer is reused: the previous batch's copy has finished, since each step
+  /// reads its loss back (a device synchronisation).
+  template <class Batch>
+  torch::Tensor features_of(const Batch& b) {
+    const std::int64_t rows = b.blocks.empty() ? 0 : b.blocks.front().num_src();
+    const std::int64_t dim = b.feat_dim;
+    if (dim < 1) throw InvalidArgument("trainer: the batch has no features (feat_dim 0)");
+    if (static_cast<std::int64_t>(b.features.size()) != rows * dim)
+      throw ShapeError("trainer batch features", std::to_string(b.features.size()) +
+                                                     " values; expected " + std::to_string(rows) +
+                                                     " input nodes x " + std::to_string(dim));
+    auto host = torch::from_blob(const_cast<float*>(b.features.data()), {rows, dim},
+                                 torch::TensorOptions().dtype(torch::kFloat));
+    if (options_.device.is_cpu()) return host;
+    if (pinned_.numel() < rows * dim)
+      pinned_ = torch::empty({rows * dim},
+                             torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+    auto stage = pinned_.slice(0, 0, rows * dim).view({rows, dim});
+    stage.copy_(host);
+    return stage.to(options_.device, /*non_blocking=*/true);
+  }
+
+  /// The batch's labels as an int64 tensor on the device.
+  template <class Batch>
+  torch::Tensor labels_of(const Batch& b) const {
+    const std::int64_t rows = b.blocks.empty() ? 0 : b.blocks.back().num_dst;
+    if (b.labels.empty()) throw InvalidArgument("trainer: the batch has no labels");
+    if (static_cast<std::int64_t>(b.labels.size()) != rows)
+      throw ShapeError("trainer batch labels", std::to_string(b.labels.size()) +
+                                                   " labels; expected one per output node (" +
+                                                   std::to_string(rows) + ")");
+    auto host = torch::from_blob(const_cast<std::int64_t*>(b.labels.data()), {rows},
+                                 torch::TensorOptions().dtype(torch::kLong));
+    return options_.device.is_cpu() ? host : host.to(options_.device);
+  }
+
+  Model model_;
+  TrainerOptions options_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<GradientAllReducer> reducer_;
+  torch::Tensor pinned_;
+};
+
+}  // namespace distgraph

@@ -1,0 +1,268 @@
+// Blocks as tensors, SAGEConv against a dense reference (outputs and gradients), GraphSAGE,
+// and ROC-AUC.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "distgraph/torch.hpp"
+
+using namespace distgraph;
+
+namespace {
+
+/// 4 destinations, 7 sources: destination 2 has no in-edge, destination 1 has the edge
+/// from source 5 twice (sampling with replacement), destination 0 a self edge (source 0).
+Block small_block() {
+  Block b;
+  b.src_nodes = {10, 11, 12, 13, 14, 15, 16};
+  b.num_dst = 4;
+  b.indptr = {0, 3, 6, 6, 9};
+  b.indices = {0, 4, 5, 5, 5, 6, 1, 2, 4};
+  b.eid = {100, 101, 102, 103, 104, 105, 106, 107, 108};
+  return b;
+}
+
+/// Dense [num_dst, num_src] edge counts of `b`.
+torch::Tensor dense_adjacency(const Block& b) {
+  auto a = torch::zeros({b.num_dst, b.num_src()}, torch::kDouble);
+  for (std::int64_t i = 0; i < b.num_dst; ++i)
+    for (auto k = b.indptr[static_cast<std::size_t>(i)];
+         k < b.indptr[static_cast<std::size_t>(i) + 1]; ++k)
+      a[i][b.indices[static_cast<std::size_t>(k)]] += 1.0;
+  return a;
+}
+
+/// The same layer written with dense matrices (DGL's formulas).
+torch::Tensor dense_sage(SAGEConv& conv, const torch::Tensor& a, const torch::Tensor& h,
+                         std::int64_t num_dst) {
+  const auto deg = a.sum(1, /*keepdim=*/true);
+  const auto h_dst = h.slice(0, 0, num_dst);
+  const auto w = [](torch::nn::Linear& l) { return l->weight.t(); };
+  torch::Tensor out;
+  switch (conv->options().aggregator) {
+    case Aggregator::mean:
+      out = h_dst.matmul(w(conv->fc_self())) +
+            (a / deg.clamp_min(1.0)).matmul(h).matmul(w(conv->fc_neigh()));
+      break;
+    case Aggregator::gcn:
+      out = ((a.matmul(h) + h_dst) / (deg + 1.0)).matmul(w(conv->fc_neigh()));
+      break;
+    case Aggregator::pool: {
+      const auto p = torch::relu(h.matmul(w(conv->fc_pool())) + conv->fc_pool()->bias);
+      const auto has_edge = (a > 0).unsqueeze(2);  // [dst, src, 1]
+      const auto masked =
+          torch::where(has_edge, p.unsqueeze(0),
+                       torch::full({}, -std::numeric_limits<double>::infinity(), torch::kDouble));
+      const auto m = torch::where(deg > 0, masked.amax(1), torch::zeros({}, torch::kDouble));
+      out = h_dst.matmul(w(conv->fc_self())) + m.matmul(w(conv->fc_neigh()));
+      break;
+    }
+  }
+  return out + conv->bias();
+}
+
+std::vector<torch::Tensor> grads_of(SAGEConv& conv, const torch::Tensor& h) {
+  std::vector<torch::Tensor> g{h.grad().clone()};
+  for (auto& p : conv->parameters()) g.push_back(p.grad().clone());
+  return g;
+}
+
+void zero_grads(SAGEConv& conv, torch::Tensor& h) {
+  h.mutable_grad() = torch::Tensor();
+  for (auto& p : conv->parameters()) p.mutable_grad() = torch::Tensor();
+}
+
+}  // namespace
+
+TEST_CASE("block_tensors holds a block's CSR with the destination of every edge", "[train]") {
+  const Block b = small_block();
+  const BlockTensors t = block_tensors(b);
+  CHECK(t.num_src == 7);
+  CHECK(t.num_dst == 4);
+  CHECK(t.num_edges() == 9);
+  CHECK(t.indptr.scalar_type() == torch::kLong);
+  CHECK(torch::equal(t.indptr, torch::tensor({0, 3, 6, 6, 9}, torch::kLong)));
+  CHECK(torch::equal(t.indices, torch::tensor({0, 4, 5, 5, 5, 6, 1, 2, 4}, torch::kLong)));
+  CHECK(torch::equal(t.dst_index, torch::tensor({0, 0, 0, 1, 1, 1, 3, 3, 3}, torch::kLong)));
+  CHECK(torch::equal(t.in_degrees, torch::tensor({3, 3, 0, 3}, torch::kLong)));
+}
+
+TEST_CASE("block_tensors takes over a moved block's arrays without copying", "[train]") {
+  Block b = small_block();
+  const auto* data = b.indices.data();
+  const BlockTensors t = block_tensors(std::move(b));
+  CHECK(t.indices.data_ptr<std::int64_t>() == data);
+  CHECK(torch::equal(t.indices, torch::tensor({0, 4, 5, 5, 5, 6, 1, 2, 4}, torch::kLong)));
+  // Tensors outlive the (moved-from) block they came from.
+  const BlockTensors copy = t;
+  CHECK(copy.indices.data_ptr<std::int64_t>() == data);
+}
+
+TEST_CASE("block_tensors rejects malformed blocks naming the array at fault", "[train]") {
+  Block b = small_block();
+  b.indices[3] = 7;
+  CHECK_THROWS_AS(block_tensors(b), IdOutOfRange);
+  b = small_block();
+  b.indptr.pop_back();
+  CHECK_THROWS_WITH(block_tensors(b), Catch::Contains("indptr has 4 entries"));
+  b = small_block();
+  b.indptr.back() = 8;
+  CHECK_THROWS_AS(block_tensors(b), ShapeError);
+  b = small_block();
+  b.num_dst = 8;
+  CHECK_THROWS_AS(block_tensors(b), ShapeError);
+}
+
+TEST_CASE("block_tensors of an edgeless block gives empty edge tensors", "[train]") {
+  Block b;
+  b.src_nodes = {3, 4};
+  b.num_dst = 2;
+  b.indptr = {0, 0, 0};
+  const BlockTensors t = block_tensors(std::move(b));
+  CHECK(t.num_edges() == 0);
+  CHECK(t.dst_index.numel() == 0);
+  SAGEConv conv(SAGEConvOptions{.in_feats = 3, .out_feats = 2});
+  const auto out = conv->forward(t, torch::ones({2, 3}));
+  CHECK(out.sizes() == torch::IntArrayRef({2, 2}));
+}
+
+TEST_CASE("SAGEConv matches a dense reference in outputs and gradients for every aggregator",
+          "[train]") {
+  const Aggregator agg = GENERATE(Aggregator::mean, Aggregator::gcn, Aggregator::pool);
+  // 5 -> 3 projects before aggregating (DGL's lin_before_mp), 3 -> 5 after.
+  const auto dims = GENERATE(std::pair<std::int64_t, std::int64_t>{5, 3},
+                             std::pair<std::int64_t, std::int64_t>{3, 5});
+  INFO("aggregator " << to_string(agg) << ", " << dims.first << " -> " << dims.second);
+  torch::manual_seed(7);
+  const Block b = small_block();
+  const BlockTensors t = block_tensors(b);
+  SAGEConv conv(
+      SAGEConvOptions{.in_feats = dims.first, .out_feats = dims.second, .aggregator = agg});
+  conv->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    conv->bias().uniform_(-0.5, 0.5);  // a zero bias would hide a missing bias gradient
+  }
+  auto h = torch::randn({b.num_src(), dims.first}, torch::kDouble).requires_grad_(true);
+  const auto weight = torch::randn({b.num_dst, dims.second}, torch::kDouble);
+
+  const auto out = conv->forward(t, h);
+  (out * weight).sum().backward();
+  const auto got = grads_of(conv, h);
+  zero_grads(conv, h);
+
+  const auto ref = dense_sage(conv, dense_adjacency(b), h, b.num_dst);
+  (ref * weight).sum().backward();
+  const auto want = grads_of(conv, h);
+
+  CHECK(torch::allclose(out, ref, 1e-5, 1e-5));
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("gradient " << i << " (0 = input, then parameters)");
+    CHECK(torch::allclose(got[i], want[i], 1e-5, 1e-5));
+  }
+  // The isolated destination (2) only sees its own row (mean, pool) or itself over 1 (gcn).
+  if (agg == Aggregator::gcn) {
+    CHECK(torch::allclose(out[2], conv->fc_neigh()->forward(h[2]) + conv->bias(), 1e-9, 1e-9));
+  } else {
+    CHECK(torch::allclose(out[2], conv->fc_self()->forward(h[2]) + conv->bias(), 1e-9, 1e-9));
+  }
+}
+
+TEST_CASE("SAGEConv has DGL's parameters for each aggregator", "[train]") {
+  const auto names = [](Aggregator a) {
+    SAGEConv conv(SAGEConvOptions{.in_feats = 4, .out_feats = 2, .aggregator = a});
+    std::vector<std::string> out;
+    for (const auto& p : conv->named_parameters()) out.push_back(p.key());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  CHECK(names(Aggregator::mean) ==
+        std::vector<std::string>{"bias", "fc_neigh.weight", "fc_self.weight"});
+  CHECK(names(Aggregator::gcn) == std::vector<std::string>{"bias", "fc_neigh.weight"});
+  CHECK(names(Aggregator::pool) == std::vector<std::string>{"bias", "fc_neigh.weight",
+                                                            "fc_pool.bias", "fc_pool.weight",
+                                                            "fc_self.weight"});
+  CHECK_THROWS_AS(SAGEConv(SAGEConvOptions{.in_feats = 0, .out_feats = 2}), InvalidArgument);
+  SAGEConv conv(SAGEConvOptions{.in_feats = 4, .out_feats = 2});
+  CHECK_THROWS_WITH(conv->forward(block_tensors(small_block()), torch::ones({7, 3})),
+                    Catch::Contains("shape [7, 3]; expected [7, 4]"));
+}
+
+TEST_CASE("GraphSAGE chains its layers over the blocks and checks them", "[train]") {
+  torch::manual_seed(1);
+  // Two layers: block 0 has 7 sources -> 4 destinations, block 1 has 4 -> 2.
+  Block top;
+  top.src_nodes = {10, 11, 12, 13};
+  top.num_dst = 2;
+  top.indptr = {0, 2, 3};
+  top.indices = {2, 3, 1};
+  top.eid = {0, 1, 2};
+  const std::vector<BlockTensors> blocks{block_tensors(small_block()), block_tensors(top)};
+  GraphSAGE model(GraphSAGEOptions{.in_feats = 5, .hidden = 8, .num_classes = 3, .dropout = 0.5});
+  const auto x = torch::randn({7, 5});
+  model->eval();
+  const auto a = model->forward(blocks, x);
+  CHECK(a.sizes() == torch::IntArrayRef({2, 3}));
+  CHECK(torch::equal(a, model->forward(blocks, x)));  // no dropout in eval mode
+  model->train();
+  CHECK_FALSE(torch::equal(a, model->forward(blocks, x)));
+  CHECK(model->parameters().size() == 6);
+
+  CHECK_THROWS_AS(model->forward({blocks[0]}, x), ShapeError);
+  CHECK_THROWS_AS(model->forward({blocks[1], blocks[0]}, x), ShapeError);
+  CHECK_THROWS_AS(model->forward(blocks, torch::randn({6, 5})), ShapeError);
+  CHECK_THROWS_AS(
+      GraphSAGE(GraphSAGEOptions{.in_feats = 5, .hidden = 8, .num_classes = 3, .dropout = 1.0}),
+      InvalidArgument);
+}
+
+TEST_CASE("roc_auc counts ties as one half and matches the pairwise definition", "[train]") {
+  CHECK(roc_auc(std::vector<double>{0.1, 0.4, 0.35, 0.8}, std::vector<std::int64_t>{0, 0, 1, 1}) ==
+        Approx(0.75));
+  CHECK(roc_auc(std::vector<double>{1, 2, 3}, std::vector<std::int64_t>{0, 1, 1}) == 1.0);
+  CHECK(roc_auc(std::vector<double>{3, 2, 1}, std::vector<std::int64_t>{0, 1, 1}) == 0.0);
+  CHECK(roc_auc(std::vector<double>{0.5, 0.5, 0.5, 0.5}, std::vector<std::int64_t>{0, 1, 0, 1}) ==
+        0.5);
+  // Random scores with many ties against the O(n^2) pairwise count.
+  std::mt19937 rng(3);
+  std::vector<double> s(300);
+  std::vector<std::int64_t> y(300);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    s[i] = static_cast<double>(rng() % 20);
+    y[i] = static_cast<std::int64_t>(rng() % 3 == 0);
+  }
+  double wins = 0, pairs = 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    for (std::size_t j = 0; j < s.size(); ++j)
+      if (y[i] == 1 && y[j] == 0) {
+        pairs += 1;
+        wins += s[i] > s[j] ? 1.0 : s[i] == s[j] ? 0.5 : 0.0;
+      }
+  CHECK(roc_auc(s, y) == Approx(wins / pairs).epsilon(1e-12));
+  CHECK_THROWS_AS(roc_auc(std::vector<double>{1, 2}, std::vector<std::int64_t>{1, 1}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(roc_auc(std::vector<double>{1, 2}, std::vector<std::int64_t>{0, 2}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(roc_auc(std::vector<double>{1}, std::vector<std::int64_t>{0, 1}), ShapeError);
+}
+
+TEST_CASE("the dropout mask keeps 1 - p of the values, scaled, reproducibly under manual_seed",
+          "[train]") {
+  torch::manual_seed(5);
+  const auto a = distgraph::detail::dropout_mask({300, 1000}, 0.3, torch::kFloat);
+  const double kept = (a > 0).sum().item<double>() / 300000.0;
+  CHECK(kept == Approx(0.7).margin(0.005));  // 30 standard deviations of 8.4e-4 apart
+  CHECK(a.max().item<float>() == Approx(1.0 / 0.7));
+  CHECK(a.mean().item<double>() == Approx(1.0).margin(0.01));
+  torch::manual_seed(5);
+  CHECK(torch::equal(a, distgraph::detail::dropout_mask({300, 1000}, 0.3, torch::kFloat)));
+  CHECK_FALSE(torch::equal(a, distgraph::detail::dropout_mask({300, 1000}, 0.3, torch::kFloat)));
+  CHECK(distgraph::detail::dropout_mask({4}, 0.5, torch::kDouble).scalar_type() == torch::kDouble);
+}
