@@ -7,5 +7,7 @@
 #include "distgraph/train/concepts.hpp"
 #include "distgraph/train/graph_sage.hpp"
 #include "distgraph/train/metrics.hpp"
+#include "distgraph/train/run_log.hpp"
 #include "distgraph/train/sage_conv.hpp"
+#include "distgraph/train/torch_storage.hpp"
 #include "distgraph/train/trainer.hpp"
