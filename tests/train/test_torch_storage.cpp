@@ -33,7 +33,7 @@ TEST_CASE("TorchStorage keeps the storage contract and exposes its rows as a tor
   CHECK(p[0] == 0);
   std::vector<float> out(3);
   s.read_rows("emb", std::vector<std::int64_t>{1}, std::as_writable_bytes(std::span(out)));
-  CHECK(out == std::vector<float>{8, 10, 12});
+  CHECK((out == std::vector<float>{8, 10, 12}));
   CHECK_THROWS_AS(s.read_rows("emb", std::vector<std::int64_t>{6}, std::as_writable_bytes(std::span(out))),
                   IdOutOfRange);
   CHECK_THROWS_AS(s.read_rows("nope", std::vector<std::int64_t>{0}, std::as_writable_bytes(std::span(out))),
