@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -100,6 +101,19 @@ class Args {
                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return x;
   }
+  /// A real option within [lo, hi], or `fallback` when absent.
+  double get_double(const std::string& name, double fallback, double lo, double hi) const {
+    auto v = get(name);
+    if (!v) return fallback;
+    char* end = nullptr;
+    const double x = std::strtod(v->c_str(), &end);
+    if (v->empty() || end != v->c_str() + v->size() || !(x == x))
+      throw UsageError(command_ + ": --" + name + " '" + *v + "' is not a number");
+    if (x < lo || x > hi)
+      throw UsageError(command_ + ": --" + name + " " + *v + " out of range; expected [" +
+                       std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return x;
+  }
   const std::vector<std::string>& positional() const noexcept { return positional_; }
 
   /// Prints `usage` and each declared option with its help text.
@@ -134,5 +148,6 @@ int run_partition(std::vector<std::string> args);
 int run_serve(std::vector<std::string> args);
 int run_launch(std::vector<std::string> args);
 int run_copy(std::vector<std::string> args);
+int run_train(std::vector<std::string> args);  // needs libtorch (DISTGRAPH_CLI_TRAIN)
 
 }  // namespace distgraph::cli

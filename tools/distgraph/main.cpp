@@ -10,6 +10,15 @@
 
 namespace {
 
+#ifndef DISTGRAPH_CLI_TRAIN
+int train_unavailable(std::vector<std::string>) {
+  std::fprintf(stderr,
+               "distgraph train: this distgraph was built without libtorch (install "
+               "libtorch-dev and rebuild)\n");
+  return 1;
+}
+#endif
+
 struct Subcommand {
   const char* name;
   distgraph::cli::Command run;
@@ -27,6 +36,12 @@ const Subcommand subcommands[] = {
      "start servers and trainers on every machine of an ip config; stop them all at the end"},
     {"copy", distgraph::cli::run_copy,
      "copy each remote machine's partition files into its workspace (ssh + rsync)"},
+#ifdef DISTGRAPH_CLI_TRAIN
+    {"train", distgraph::cli::run_train,
+     "train GraphSAGE on a dataset (the main job): standalone or on a loopback cluster"},
+#else
+    {"train", train_unavailable, "train GraphSAGE (needs a build with libtorch)"},
+#endif
 };
 
 void print_usage() {

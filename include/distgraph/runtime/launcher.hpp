@@ -138,9 +138,18 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
     } else {
       // The remote shell gets the environment inline; -tt ties the remote process to the
       // ssh session, so it receives SIGHUP when the launcher's ssh goes away.
-      std::string line = "cd " + shell_quote(ws) + " && exec env";
-      for (const auto& e : p.env) line += " " + shell_quote(e);
-      for (const auto& a : cmd) line += " " + shell_quote(a);
+      // Appends, not "lit" + temporary: GCC 12 misreports the latter (-Wrestrict).
+      std::string line = "cd ";
+      line += shell_quote(ws);
+      line += " && exec env";
+      const auto add = [&line](const std::vector<std::string>& words) {
+        for (const auto& w : words) {
+          line += ' ';
+          line += shell_quote(w);
+        }
+      };
+      add(p.env);
+      add(cmd);
       p.argv = {o.ssh, "-tt", "-o", "BatchMode=yes", host, line};
     }
     procs.push_back(std::move(p));

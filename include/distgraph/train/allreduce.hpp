@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <span>
@@ -222,6 +223,31 @@ inline torch::Tensor all_gather_cat(c10d::ProcessGroup& group, const torch::Tens
     parts.push_back(
         outs[0][static_cast<std::size_t>(r)].slice(0, 0, lengths[r].item<std::int64_t>()));
   return torch::cat(parts);
+}
+
+/// Rank `root`'s `bytes` on every trainer of `group` (the others' input is replaced): how
+/// one trainer's checkpoint reaches all of them without a shared file system. Collective;
+/// blocks at most `timeout`, then throws CollectiveError.
+inline std::string broadcast_bytes(c10d::ProcessGroup& group, std::string bytes, std::int32_t root,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  c10d::BroadcastOptions bo;
+  bo.rootRank = root;
+  auto size = torch::tensor({static_cast<std::int64_t>(bytes.size())}, torch::kLong);
+  {
+    std::vector<torch::Tensor> ts{size};
+    detail::run_collective("broadcast_bytes (size)", group.getRank(), timeout,
+                           [&] { return group.broadcast(ts, bo); });
+  }
+  const std::int64_t n = size.item<std::int64_t>();
+  if (n == 0) return {};
+  auto data = torch::empty({n}, torch::kUInt8);
+  if (group.getRank() == root)
+    std::memcpy(data.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
+  std::vector<torch::Tensor> ts{data};
+  detail::run_collective("broadcast_bytes", group.getRank(), timeout,
+                         [&] { return group.broadcast(ts, bo); });
+  return std::string(reinterpret_cast<const char*>(data.data_ptr<std::uint8_t>()),
+                     static_cast<std::size_t>(n));
 }
 
 /// How GradientAllReducer buckets (designated initialisers).

@@ -26,16 +26,26 @@ namespace distgraph {
 /// (uint16, uint32, uint64).
 inline c10::ScalarType torch_scalar_type(DType t, const std::string& subject = "tensor") {
   switch (t) {
-    case DType::float32: return c10::kFloat;
-    case DType::float64: return c10::kDouble;
-    case DType::float16: return c10::kHalf;
-    case DType::int8: return c10::kChar;
-    case DType::int16: return c10::kShort;
-    case DType::int32: return c10::kInt;
-    case DType::int64: return c10::kLong;
-    case DType::uint8: return c10::kByte;
-    case DType::bool_: return c10::kBool;
-    default: break;
+    case DType::float32:
+      return c10::kFloat;
+    case DType::float64:
+      return c10::kDouble;
+    case DType::float16:
+      return c10::kHalf;
+    case DType::int8:
+      return c10::kChar;
+    case DType::int16:
+      return c10::kShort;
+    case DType::int32:
+      return c10::kInt;
+    case DType::int64:
+      return c10::kLong;
+    case DType::uint8:
+      return c10::kByte;
+    case DType::bool_:
+      return c10::kBool;
+    default:
+      break;
   }
   throw DTypeError(subject, "dtype " + std::string(dtype_name(t)) + " has no torch equivalent");
 }
@@ -55,8 +65,7 @@ class TorchStorage : public detail::StorageCalls<TorchStorage> {
  public:
   using policy_category = storage_tag;
 
-  explicit TorchStorage(TorchStorageOptions options = {})
-      : state_(std::make_unique<State>()) {
+  explicit TorchStorage(TorchStorageOptions options = {}) : state_(std::make_unique<State>()) {
     state_->pinned = options.pinned && torch::cuda::is_available();
   }
 

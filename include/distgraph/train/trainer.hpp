@@ -36,14 +36,15 @@ struct TrainerOptions {
 struct EpochStats {
   std::int64_t epoch = 0;
   std::int64_t num_batches = 0;
-  double loss = 0;          ///< mean cross-entropy per output node
-  double train_metric = 0;  ///< accuracy of the training batches' predictions
-  double epoch_s = 0;       ///< wall time of train_epoch
-  double sample_s = 0;      ///< sampling the blocks (in the loader, maybe in the background)
-  double fetch_s = 0;       ///< pulling features and labels (likewise)
-  double wait_s = 0;        ///< blocked in the loader's next()
-  double compute_s = 0;     ///< to tensors, forward, backward, optimiser step
-  double allreduce_s = 0;   ///< gradient all-reduce
+  double loss = 0;                   ///< mean cross-entropy per output node
+  double train_metric = 0;           ///< the metric (EpochStats::metric) of the training batches
+  Metric metric = Metric::accuracy;  ///< what train_metric measures
+  double epoch_s = 0;                ///< wall time of train_epoch
+  double sample_s = 0;     ///< sampling the blocks (in the loader, maybe in the background)
+  double fetch_s = 0;      ///< pulling features and labels (likewise)
+  double wait_s = 0;       ///< blocked in the loader's next()
+  double compute_s = 0;    ///< to tensors, forward, backward, optimiser step
+  double allreduce_s = 0;  ///< gradient all-reduce
 };
 
 /// An evaluation over all trainers' shares of a node set.
@@ -52,6 +53,66 @@ struct EvalResult {
   double value = 0;            ///< accuracy or ROC-AUC, a fraction in [0, 1]
   std::int64_t num_nodes = 0;  ///< output nodes evaluated, over all trainers
 };
+
+namespace detail {
+
+/// The raw material of a metric, gathered batch by batch and reduced over a group:
+/// correct/total counts for accuracy, class-1 scores and labels for ROC-AUC (kept only
+/// when the model has two output classes).
+class MetricAccumulator {
+ public:
+  /// Adds one batch's logits [n, classes] and labels [n] (any device).
+  void add(const torch::Tensor& logits, const torch::Tensor& labels) {
+    classes_ = logits.size(1);
+    correct_ += logits.argmax(1).eq(labels).sum().item<double>();
+    total_ += static_cast<double>(labels.size(0));
+    if (classes_ == 2) {
+      scores_.push_back(torch::softmax(logits, 1).select(1, 1).to(torch::kCPU, torch::kDouble));
+      labels_.push_back(labels.to(torch::kCPU).clone());  // may view a batch's vector
+    }
+  }
+
+  /// The metric over every trainer of `group` (none: this one alone). `automatic` is
+  /// ROC-AUC for two output classes, else accuracy, agreed over the group. Collective.
+  EvalResult reduce(c10d::ProcessGroup* group, Metric metric, std::chrono::milliseconds timeout) {
+    std::int64_t classes = classes_;
+    if (metric == Metric::automatic) {
+      if (group != nullptr) classes = all_reduce_min_max(*group, classes, timeout).second;
+      metric = classes == 2 ? Metric::roc_auc : Metric::accuracy;
+    }
+    EvalResult r;
+    r.metric = metric;
+    if (metric == Metric::accuracy) {
+      std::vector<double> sums{correct_, total_};
+      if (group != nullptr) sums = all_reduce_sum(*group, sums, timeout);
+      r.num_nodes = static_cast<std::int64_t>(sums[1]);
+      r.value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+      return r;
+    }
+    if (classes_ != 2 && total_ > 0)
+      throw InvalidArgument("evaluate: roc_auc needs 2 output classes; the model has " +
+                            std::to_string(classes_));
+    auto s = scores_.empty() ? torch::empty({0}, torch::kDouble) : torch::cat(scores_);
+    auto l = labels_.empty() ? torch::empty({0}, torch::kLong) : torch::cat(labels_);
+    if (group != nullptr) {
+      s = all_gather_cat(*group, s, timeout);
+      l = all_gather_cat(*group, l, timeout);
+    }
+    s = s.contiguous();
+    l = l.contiguous();
+    r.num_nodes = s.numel();
+    r.value = roc_auc({s.data_ptr<double>(), static_cast<std::size_t>(s.numel())},
+                      {l.data_ptr<std::int64_t>(), static_cast<std::size_t>(l.numel())});
+    return r;
+  }
+
+ private:
+  std::int64_t classes_ = -1;
+  double correct_ = 0, total_ = 0;
+  std::vector<torch::Tensor> scores_, labels_;
+};
+
+}  // namespace detail
 
 /// Trains `Model` (a torch module holder whose `forward(const std::vector<BlockTensors>&,
 /// torch::Tensor features)` returns logits of the last block's destinations; GraphSAGE by
@@ -84,9 +145,10 @@ class Trainer {
   /// trainer if they differ. Throws InvalidArgument when a batch has no labels or
   /// features, or the source yields another number of batches than num_batches() said;
   /// ShapeError for features or labels of the wrong size; CollectiveError when a peer
-  /// fails; and whatever the source throws.
+  /// fails; and whatever the source throws. `metric` is what train_metric measures
+  /// (automatic: as in evaluate).
   template <BatchSource Source>
-  EpochStats train_epoch(Source& source, std::int64_t epoch) {
+  EpochStats train_epoch(Source& source, std::int64_t epoch, Metric metric = Metric::automatic) {
     Stopwatch epoch_clock;
     EpochStats st;
     st.epoch = epoch;
@@ -97,7 +159,8 @@ class Trainer {
     }
     model_->train();
     source.begin_epoch(epoch);
-    double loss_sum = 0, correct = 0, total = 0;
+    double loss_sum = 0, total = 0;
+    detail::MetricAccumulator acc;
     while (auto batch = source.next()) {
       st.sample_s += batch->timings.sample_s;
       st.fetch_s += batch->timings.fetch_s;
@@ -120,7 +183,7 @@ class Trainer {
       optimizer_->step();
       const auto n = static_cast<double>(y.size(0));
       loss_sum += loss.item<double>() * n;
-      correct += logits.argmax(1).eq(y).sum().item<double>();
+      acc.add(logits.detach(), y);
       total += n;
       st.compute_s += clock.seconds();
       ++st.num_batches;
@@ -129,10 +192,12 @@ class Trainer {
       throw InvalidArgument("train_epoch: the source yielded " + std::to_string(st.num_batches) +
                             " batches in epoch " + std::to_string(epoch) +
                             "; its num_batches() said " + std::to_string(expected));
-    std::vector<double> sums{loss_sum, correct, total};
+    std::vector<double> sums{loss_sum, total};
     if (group_) sums = all_reduce_sum(*group_, sums, options_.all_reduce.timeout);
-    st.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-    st.train_metric = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+    st.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    const EvalResult m = acc.reduce(group_.get(), metric, options_.all_reduce.timeout);
+    st.train_metric = m.value;
+    st.metric = m.metric;
     st.epoch_s = epoch_clock.seconds();
     return st;
   }
@@ -149,52 +214,14 @@ class Trainer {
     torch::NoGradGuard no_grad;
     model_->eval();
     source.begin_epoch(epoch);
-    std::int64_t classes = -1;
-    double correct = 0, total = 0;
-    std::vector<torch::Tensor> scores, labels;
+    detail::MetricAccumulator acc;
     while (auto batch = source.next()) {
       const torch::Tensor x = features_of(*batch);
       const torch::Tensor y = labels_of(*batch);
-      const torch::Tensor logits =
-          model_->forward(block_tensors(std::move(batch->blocks), options_.device), x);
-      classes = logits.size(1);
-      correct += logits.argmax(1).eq(y).sum().item<double>();
-      total += static_cast<double>(y.size(0));
-      if (classes == 2) {
-        scores.push_back(torch::softmax(logits, 1).select(1, 1).to(torch::kCPU, torch::kDouble));
-        labels.push_back(y.to(torch::kCPU).clone());  // y may view the batch's vector
-      }
+      acc.add(model_->forward(block_tensors(std::move(batch->blocks), options_.device), x), y);
     }
     model_->train();
-    if (metric == Metric::automatic) {
-      if (group_)
-        classes = all_reduce_min_max(*group_, classes, options_.all_reduce.timeout).second;
-      metric = classes == 2 ? Metric::roc_auc : Metric::accuracy;
-    }
-    EvalResult r;
-    r.metric = metric;
-    if (metric == Metric::accuracy) {
-      std::vector<double> sums{correct, total};
-      if (group_) sums = all_reduce_sum(*group_, sums, options_.all_reduce.timeout);
-      r.num_nodes = static_cast<std::int64_t>(sums[1]);
-      r.value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-      return r;
-    }
-    if (classes != 2 && total > 0)
-      throw InvalidArgument("evaluate: roc_auc needs 2 output classes; the model has " +
-                            std::to_string(classes));
-    auto s = scores.empty() ? torch::empty({0}, torch::kDouble) : torch::cat(scores);
-    auto l = labels.empty() ? torch::empty({0}, torch::kLong) : torch::cat(labels);
-    if (group_) {
-      s = all_gather_cat(*group_, s, options_.all_reduce.timeout);
-      l = all_gather_cat(*group_, l, options_.all_reduce.timeout);
-    }
-    s = s.contiguous();
-    l = l.contiguous();
-    r.num_nodes = s.numel();
-    r.value = roc_auc({s.data_ptr<double>(), static_cast<std::size_t>(s.numel())},
-                      {l.data_ptr<std::int64_t>(), static_cast<std::size_t>(l.numel())});
-    return r;
+    return acc.reduce(group_.get(), metric, options_.all_reduce.timeout);
   }
 
   Model& model() noexcept { return model_; }

@@ -1,0 +1,330 @@
+// train_node_classification: the whole run behind `distgraph train` — the split of the
+// masks over trainers, data loaders, GraphSAGE, per-epoch validation, the run log and
+// checkpoints — for any DistGraph, standalone or distributed, with or without a group.
+#pragma once
+
+#include <torch/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/dist/node_split.hpp"
+#include "distgraph/train/checkpoint.hpp"
+#include "distgraph/train/run_log.hpp"
+#include "distgraph/train/trainer.hpp"
+
+namespace distgraph {
+
+/// The recipe of a node-classification run. The defaults are `distgraph train`'s, the
+/// settings behind the accuracies in docs/GUIDE.md (GraphSAGE-mean, hidden 64, fanouts
+/// {10, 25}, Adam lr 0.01 with weight decay 5e-4, dropout 0.5 on inputs and hidden
+/// layers, 50 epochs); users should not need to tune them.
+struct NodeClassificationOptions {
+  std::int64_t epochs = 50;
+  std::int64_t hidden = 64;
+  std::vector<std::int64_t> fanouts{10, 25};  ///< one per layer, input layer first
+  std::int64_t batch_size = 1000;             ///< training seeds per trainer and batch
+  double lr = 0.01;
+  double weight_decay = 5e-4;
+  double dropout = 0.5;        ///< after each hidden layer
+  double input_dropout = 0.5;  ///< on the input features
+  Aggregator aggregator = Aggregator::mean;
+  Metric metric = Metric::automatic;  ///< ROC-AUC for two classes, else accuracy
+  std::uint64_t seed = 0;             ///< model init, shuffles, sampling and dropout
+  torch::Device device = torch::kCPU;
+  unsigned num_prefetch_threads = 1;    ///< per loader; 0 = sample inside next()
+  std::int64_t eval_batch_size = 4096;  ///< validation and test, full neighbourhoods
+  std::string feature = "feat", label = "label";
+  std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
+  /// Where rank 0 writes metrics.csv, curves.svg, result.json and checkpoint.pt after
+  /// every epoch; empty: nothing is written.
+  std::filesystem::path out;
+  /// Continue from out/checkpoint.pt (rank 0 reads it; the bytes reach every trainer
+  /// through the group, so only rank 0 needs to see `out`).
+  bool resume = false;
+  /// Bounds every collective (a dead trainer stops the others within it).
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
+};
+
+/// What a run reached (the content of result.json, plus the per-epoch rows).
+struct NodeClassificationResult {
+  Metric metric = Metric::accuracy;
+  double test = 0, val = 0;       ///< fractions in [0, 1]
+  std::int64_t epochs = 0;        ///< epochs trained in all, resumed ones included
+  std::int64_t resumed_from = 0;  ///< epochs the checkpoint had done (0: a fresh run)
+  double epoch_s_mean = 0;        ///< mean training time per epoch of this process's epochs
+  std::vector<EpochRow> rows;     ///< every epoch, resumed ones included (rank 0)
+  std::int64_t num_classes = 0, feat_dim = 0;
+};
+
+/// Called on rank 0 after each epoch with its row and the metric it reports.
+using EpochCallback = std::function<void(const EpochRow&, Metric)>;
+
+namespace detail {
+
+/// A BatchSource over an optional loader: a trainer whose share of a node set is empty
+/// still takes part in the collective evaluation, with no batches.
+template <class Loader>
+class MaybeLoader {
+ public:
+  MaybeLoader() = default;
+  explicit MaybeLoader(Loader l) : loader_(std::move(l)) {}
+  void begin_epoch(std::int64_t e) {
+    if (loader_) loader_->begin_epoch(e);
+  }
+  std::int64_t num_batches() const { return loader_ ? loader_->num_batches() : 0; }
+  std::optional<NodeBatch> next() { return loader_ ? loader_->next() : std::nullopt; }
+
+ private:
+  std::optional<Loader> loader_;
+};
+
+/// The global IDs where boolean node data `name` is true, read in chunks (the graph may
+/// be large); an absent tensor is an empty set.
+template <class Graph>
+std::vector<std::int64_t> masked_nodes(const Graph& g, const std::string& name) {
+  const std::int64_t n = g.num_nodes();
+  std::vector<std::int64_t> out;
+  std::optional<typename Graph::template tensor_type<bool>> mask;
+  try {
+    mask = g.template ndata<bool>(name);
+  } catch (const NotFound&) {
+    return out;
+  }
+  constexpr std::int64_t chunk = 1 << 20;
+  std::vector<std::int64_t> ids;
+  std::unique_ptr<bool[]> values(new bool[static_cast<std::size_t>(std::min(chunk, n))]);
+  for (std::int64_t lo = 0; lo < n; lo += chunk) {
+    const std::int64_t hi = std::min(n, lo + chunk);
+    ids.resize(static_cast<std::size_t>(hi - lo));
+    for (std::int64_t v = lo; v < hi; ++v) ids[static_cast<std::size_t>(v - lo)] = v;
+    mask->pull(ids, std::span<bool>(values.get(), ids.size()));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (values[i]) out.push_back(ids[i]);
+  }
+  return out;
+}
+
+/// 1 + the largest label among `ids` (the classes a model must output).
+template <class Graph>
+std::int64_t count_classes(const Graph& g, const std::string& label,
+                           std::span<const std::vector<std::int64_t>* const> sets) {
+  const auto labels = g.template ndata<std::int64_t>(label);
+  std::int64_t top = -1;
+  for (const auto* ids : sets)
+    for (std::size_t lo = 0; lo < ids->size(); lo += (1u << 20)) {
+      const auto n = std::min<std::size_t>(ids->size() - lo, 1u << 20);
+      for (const auto y : labels.pull(std::span<const std::int64_t>(ids->data() + lo, n))) {
+        if (y < 0)
+          throw InvalidArgument("node data '" + label + "': negative label " + std::to_string(y) +
+                                " on a labelled node");
+        top = std::max(top, y);
+      }
+    }
+  return top + 1;
+}
+
+inline void check_options(const NodeClassificationOptions& o) {
+  const auto positive = [](std::int64_t v, const char* what) {
+    if (v < 1)
+      throw InvalidArgument(std::string("train: ") + what + " " + std::to_string(v) +
+                            "; expected >= 1");
+  };
+  positive(o.epochs, "epochs");
+  positive(o.hidden, "hidden");
+  positive(o.batch_size, "batch size");
+  positive(o.eval_batch_size, "evaluation batch size");
+  if (o.fanouts.empty()) throw InvalidArgument("train: no fanouts; expected one per layer");
+  for (auto f : o.fanouts)
+    if (f == 0 || f < -1)
+      throw InvalidArgument("train: fanout " + std::to_string(f) + "; expected >= 1 or -1 (all)");
+  if (!(o.lr > 0)) throw InvalidArgument("train: learning rate must be > 0");
+  if (!(o.weight_decay >= 0)) throw InvalidArgument("train: weight decay must be >= 0");
+  if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
+    throw InvalidArgument("train: dropout must be in [0, 1)");
+}
+
+/// The seed of torch's generator for (seed, epoch, rank): reseeding at every epoch makes
+/// an epoch's dropout masks depend on nothing before it, so a resumed run repeats them.
+inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, std::int32_t rank) {
+  std::uint64_t z = seed * 0x9e3779b97f4a7c15ULL +
+                    static_cast<std::uint64_t>(epoch) * 0xbf58476d1ce4e5b9ULL +
+                    static_cast<std::uint64_t>(rank) * 0x94d049bb133111ebULL + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) >> 1;  // torch::manual_seed keeps it as a signed value
+}
+
+}  // namespace detail
+
+/// Trains GraphSAGE on the node classification task of `g` (node data `feat`, `label`
+/// and the boolean masks named in `o`) and evaluates it: each trainer of `group` (none:
+/// one trainer) takes its node_split share of the training nodes; every epoch trains,
+/// then evaluates on the validation set; the test set is evaluated at the end. Rank 0
+/// writes the run log and a checkpoint into `o.out` after every epoch and result.json at
+/// the end. Collective over `group`. Throws InvalidArgument for a bad recipe or an empty
+/// training set, CheckpointError for a checkpoint that does not fit, and whatever the
+/// graph, loaders and collectives throw (a dead peer: CollectiveError within
+/// o.collective_timeout).
+template <class Graph>
+NodeClassificationResult train_node_classification(
+    const Graph& g, const NodeClassificationOptions& o,
+    c10::intrusive_ptr<c10d::ProcessGroup> group = {}, const EpochCallback& on_epoch = {}) {
+  detail::check_options(o);
+  const std::int32_t rank = group ? group->getRank() : 0;
+  const std::int32_t world = group ? group->getSize() : 1;
+  const auto train_all = detail::masked_nodes(g, o.train_mask);
+  const auto val_all = detail::masked_nodes(g, o.val_mask);
+  const auto test_all = detail::masked_nodes(g, o.test_mask);
+  if (train_all.empty())
+    throw InvalidArgument("train: node data '" + o.train_mask + "' marks no training node");
+  const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
+  NodeClassificationResult res;
+  res.num_classes = detail::count_classes(g, o.label, sets);
+  res.feat_dim = g.template ndata<float>(o.feature).num_cols();
+
+  const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
+  const SplitOptions exact{.rank = rank, .num_trainers = world, .force_even = false};
+  const auto train_ids = node_split(train_all, g.book(), even);
+  using Loader = NodeDataLoader<Graph>;
+  const LoaderOptions train_lo{.batch_size = o.batch_size,
+                               .shuffle = true,
+                               .seed = o.seed,
+                               .rank = rank,
+                               .num_prefetch_threads = o.num_prefetch_threads,
+                               .feature = o.feature,
+                               .label = o.label};
+  Loader train_loader(g, train_ids, o.fanouts, train_lo);
+  const std::vector<std::int64_t> full(o.fanouts.size(), -1);
+  auto eval_loader = [&](const std::vector<std::int64_t>& all) {
+    if (all.empty()) return detail::MaybeLoader<Loader>();
+    const auto mine = node_split(all, g.book(), exact);
+    if (mine.empty()) return detail::MaybeLoader<Loader>();
+    LoaderOptions lo = train_lo;
+    lo.batch_size = o.eval_batch_size;
+    lo.shuffle = false;
+    return detail::MaybeLoader<Loader>(Loader(g, mine, full, lo));
+  };
+  auto val_loader = eval_loader(val_all);
+  auto test_loader = eval_loader(test_all);
+
+  torch::manual_seed(o.seed);
+  const GraphSAGEOptions mo{.in_feats = res.feat_dim,
+                            .hidden = o.hidden,
+                            .num_classes = res.num_classes,
+                            .num_layers = static_cast<std::int64_t>(o.fanouts.size()),
+                            .dropout = o.dropout,
+                            .input_dropout = o.input_dropout,
+                            .aggregator = o.aggregator};
+  TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
+  to.all_reduce.timeout = o.collective_timeout;
+  Trainer<> trainer(GraphSAGE(mo), to, group);
+
+  // What a checkpoint must agree on to be resumed by this run.
+  const nlohmann::json identity = {
+      {"task", "node_classification"},
+      {"model", "graphsage"},
+      {"aggregator", to_string(o.aggregator)},
+      {"num_layers", static_cast<std::int64_t>(o.fanouts.size())},
+      {"hidden", o.hidden},
+      {"in_feats", res.feat_dim},
+      {"num_classes", res.num_classes},
+      {"num_nodes", g.num_nodes()},
+      {"num_edges", g.num_edges()},
+      {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
+      {"seed", o.seed},
+  };
+  const auto ckpt_path = o.out / "checkpoint.pt";
+  std::int64_t start = 0;
+  if (o.resume) {
+    std::string bytes;
+    if (rank == 0) bytes = read_checkpoint_file(ckpt_path);
+    if (group) bytes = broadcast_bytes(*group, std::move(bytes), 0, o.collective_timeout);
+    const auto meta = checkpoint_meta(bytes, ckpt_path.string());
+    for (const auto& [key, want] : identity.items())
+      if (!meta.contains("run") || meta["run"].value(key, nlohmann::json()) != want)
+        throw CheckpointError(
+            ckpt_path.string(),
+            "written for " + key + " = " +
+                (meta.contains("run") ? meta["run"].value(key, nlohmann::json()).dump()
+                                      : std::string("?")) +
+                "; this run has " + want.dump() + " (another model, dataset or recipe)");
+    load_checkpoint(bytes, ckpt_path.string(), *trainer.model(), trainer.optimizer());
+    start = meta.value("epochs_done", std::int64_t{0});
+    res.resumed_from = start;
+    if (rank == 0) {
+      const auto csv = o.out / "metrics.csv";
+      if (std::filesystem::exists(csv)) res.rows = read_metrics_csv(csv);
+      std::erase_if(res.rows, [&](const EpochRow& r) { return r.epoch >= start; });
+    }
+  }
+
+  Metric metric = o.metric;
+  double val = 0, epoch_s_sum = 0;
+  for (std::int64_t e = start; e < o.epochs; ++e) {
+    torch::manual_seed(detail::epoch_torch_seed(o.seed, e, rank));
+    const EpochStats st = trainer.train_epoch(train_loader, e, metric);
+    metric = st.metric;
+    val = trainer.evaluate(val_loader, e, metric).value;
+    epoch_s_sum += st.epoch_s;
+    const EpochRow row{.epoch = e,
+                       .loss = st.loss,
+                       .train_metric = st.train_metric,
+                       .val_metric = val,
+                       .epoch_s = st.epoch_s,
+                       .sample_s = st.sample_s,
+                       .fetch_s = st.fetch_s,
+                       .compute_s = st.compute_s,
+                       .allreduce_s = st.allreduce_s};
+    if (rank != 0) continue;
+    res.rows.push_back(row);
+    if (!o.out.empty()) {
+      write_run_log(o.out, res.rows, to_string(metric));
+      nlohmann::json meta = {{"run", identity}, {"epochs_done", e + 1}};
+      write_checkpoint_file(ckpt_path,
+                            checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta));
+    }
+    if (on_epoch) on_epoch(row, metric);
+  }
+  if (start >= o.epochs) {  // nothing left to train: report the checkpoint's model
+    if (metric == Metric::automatic)
+      metric = res.num_classes == 2 ? Metric::roc_auc : Metric::accuracy;
+    val = trainer.evaluate(val_loader, o.epochs, metric).value;
+  }
+  res.metric = metric;
+  res.val = val;
+  res.test = trainer.evaluate(test_loader, o.epochs, metric).value;
+  res.epochs = std::max(o.epochs, start);
+  const std::int64_t ran = std::max<std::int64_t>(o.epochs - start, 0);
+  res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
+  return res;
+}
+
+/// result.json's object for `r` (the keys users' scripts read; never rename one).
+inline nlohmann::json result_json(const NodeClassificationResult& r, const std::string& mode,
+                                  std::int64_t parts, std::int64_t trainers, std::uint64_t seed) {
+  return {{"metric", to_string(r.metric)},
+          {"test", r.test},
+          {"val", r.val},
+          {"epochs", r.epochs},
+          {"epoch_s_mean", r.epoch_s_mean},
+          {"mode", mode},
+          {"parts", parts},
+          {"trainers", trainers},
+          {"seed", seed}};
+}
+
+}  // namespace distgraph

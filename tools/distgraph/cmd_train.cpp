@@ -1,0 +1,401 @@
+// `distgraph train`: the main job. Without a role in the environment it prepares a run
+// (dataset, partition, loopback cluster) and either trains in this process (--standalone)
+// or launches servers and trainers that run this same subcommand in the trainer role.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.hpp"
+#include "distgraph/io/dataset.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/load_partition.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/runtime/initialize.hpp"
+#include "distgraph/runtime/launcher.hpp"
+#include "distgraph/train/allreduce.hpp"
+#include "distgraph/train/node_classification.hpp"
+
+namespace distgraph::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* usage =
+    "distgraph train [DATASET_DIR] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
+    "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
+    "                [--lr X] [--dropout X] [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
+    "                [--out DIR] [--resume] [--json]";
+
+std::string self_program() {
+  char buf[PATH_MAX];
+  const auto n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "distgraph";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::vector<std::int64_t> parse_fanouts(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    const long long f = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || (f < 1 && f != -1) || f > 1'000'000)
+      throw UsageError("train: --fanouts '" + text +
+                       "': expected comma-separated integers >= 1 or -1 (all), e.g. 10,25");
+    out.push_back(f);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Metric parse_metric(const std::string& m) {
+  if (m == "auto") return Metric::automatic;
+  if (m == "accuracy") return Metric::accuracy;
+  if (m == "roc_auc") return Metric::roc_auc;
+  throw UsageError("train: unknown metric '" + m + "'; expected auto, accuracy or roc_auc");
+}
+
+torch::Device parse_device(const std::string& d) {
+  if (d == "cpu") return torch::kCPU;
+  if (d == "cuda" || d.rfind("cuda:", 0) == 0) {
+    if (!torch::cuda::is_available())
+      throw UsageError("train: --device " + d +
+                       ": no CUDA device here (libtorch without CUDA, or no GPU)");
+    try {
+      return torch::Device(d == "cuda" ? "cuda:0" : d);
+    } catch (const std::exception&) {
+      throw UsageError("train: --device '" + d + "' is not a device; expected cpu or cuda[:N]");
+    }
+  }
+  throw UsageError("train: --device '" + d + "'; expected cpu or cuda[:N]");
+}
+
+/// The recipe from the command line (every value checked; UsageError otherwise).
+NodeClassificationOptions recipe_from(const Args& a) {
+  NodeClassificationOptions o;
+  o.epochs = a.get_int("epochs", o.epochs, 1, 1'000'000);
+  o.seed = static_cast<std::uint64_t>(a.get_int("seed", 0, 0, INT64_MAX));
+  o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
+  if (const auto f = a.get("fanouts")) o.fanouts = parse_fanouts(*f);
+  o.batch_size = a.get_int("batch-size", o.batch_size, 1, 1 << 30);
+  o.lr = a.get_double("lr", o.lr, 1e-9, 100);
+  o.weight_decay = a.get_double("weight-decay", o.weight_decay, 0, 100);
+  o.dropout = a.get_double("dropout", o.dropout, 0, 0.99);
+  o.input_dropout = a.get_double("input-dropout", o.dropout, 0, 0.99);
+  o.metric = parse_metric(a.get_or("metric", "auto"));
+  o.device = parse_device(a.get_or("device", "cpu"));
+  o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
+  const auto agg = a.get_or("aggregator", "mean");
+  if (agg == "mean")
+    o.aggregator = Aggregator::mean;
+  else if (agg == "gcn")
+    o.aggregator = Aggregator::gcn;
+  else if (agg == "pool")
+    o.aggregator = Aggregator::pool;
+  else
+    throw UsageError("train: unknown aggregator '" + agg + "'; expected mean, gcn or pool");
+  o.out = fs::absolute(a.get_or("out", "distgraph-run"));
+  o.resume = a.has("resume");
+  return o;
+}
+
+/// One epoch as the JSON line --json prints.
+nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
+  return {{"epoch", r.epoch},
+          {"loss", r.loss},
+          {"train_metric", r.train_metric},
+          {"val_metric", r.val_metric},
+          {"metric", metric},
+          {"epoch_s", r.epoch_s},
+          {"sample_s", r.sample_s},
+          {"fetch_s", r.fetch_s},
+          {"compute_s", r.compute_s},
+          {"allreduce_s", r.allreduce_s}};
+}
+
+/// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
+/// line otherwise.
+EpochCallback epoch_printer(bool json, std::int64_t epochs, const std::string& prefix) {
+  const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
+  return [json, epochs, tty, prefix](const EpochRow& r, Metric m) {
+    if (json) {
+      std::printf("%s\n", epoch_json(r, to_string(m)).dump().c_str());
+    } else {
+      std::printf(
+          "%s%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
+          "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f)%s",
+          tty ? "\r\033[K" : "", prefix.c_str(), static_cast<long long>(r.epoch + 1),
+          static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, r.val_metric,
+          r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
+          tty && r.epoch + 1 < epochs ? "" : "\n");
+    }
+    std::fflush(stdout);
+  };
+}
+
+void print_result(const nlohmann::json& result, bool json) {
+  if (json) {
+    std::printf("%s\n", result.dump().c_str());
+  } else {
+    std::printf(
+        "test %s %.4f (validation %.4f) after %lld epochs, %.3f s per epoch; %s, %lld "
+        "part(s), %lld trainer(s), seed %llu\n",
+        result["metric"].get<std::string>().c_str(), result["test"].get<double>(),
+        result["val"].get<double>(), result["epochs"].get<long long>(),
+        result["epoch_s_mean"].get<double>(), result["mode"].get<std::string>().c_str(),
+        result["parts"].get<long long>(), result["trainers"].get<long long>(),
+        result["seed"].get<unsigned long long>());
+  }
+  std::fflush(stdout);
+}
+
+/// Intra-op threads for one trainer: the cores shared by the trainers on this computer.
+int trainer_threads(const Environment& env) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int local_machines = 1;
+  try {
+    const IpConfig ip = read_ip_config(env.ip_config, env.num_servers);
+    local_machines = 0;
+    for (const auto& m : ip.machines) local_machines += is_local_address(m.ip) ? 1 : 0;
+  } catch (const Error&) {
+  }
+  return std::max(1, cores / std::max(1, local_machines * std::max(1, env.num_trainers)));
+}
+
+/// The trainer role (started by `distgraph launch`): connect, train, report.
+int run_trainer_role(const Args& args) {
+  const NodeClassificationOptions recipe = recipe_from(args);
+  const bool json = args.has("json");
+  Context ctx = initialize();
+  if (ctx.is_server()) return 0;
+  torch::set_num_threads(trainer_threads(ctx.environment()));
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  if (ctx.world_size() > 1) {
+    RendezvousOptions base;
+    base.timeout = recipe.collective_timeout;
+    RendezvousOptions ro = rendezvous_from_env(base);
+    if (is_local_address(ro.master_addr)) ro.hostname = "127.0.0.1";
+    group = make_gloo_group(make_tcp_store(ro), ro);
+  }
+  const RuntimeGraph g = ctx.graph();
+  const bool rank0 = ctx.rank() == 0;
+  if (rank0) fs::create_directories(recipe.out);
+  const auto res = train_node_classification(
+      g, recipe, group, rank0 ? epoch_printer(json, recipe.epochs, "") : EpochCallback{});
+  if (rank0) {
+    const auto result =
+        result_json(res, "distributed", g.book().num_partitions(), ctx.world_size(), recipe.seed);
+    write_result(recipe.out, result);
+    print_result(result, json);
+  }
+  return 0;
+}
+
+/// Throws PartitionError unless partition config `config` holds `d` (its node count and
+/// feature width; edges may differ by the duplicates and self-loops the builder drops).
+void check_partition_matches(const fs::path& config, const Dataset& d) {
+  const PartitionConfig c = read_partition_config(config);
+  const auto mismatch = [&](const std::string& what, std::int64_t have, std::int64_t want) {
+    throw PartitionError(config.string() + " does not match the dataset '" + d.name + "': " + what +
+                         " " + std::to_string(have) + " in the partition, " + std::to_string(want) +
+                         " in the dataset");
+  };
+  if (c.num_nodes != d.num_nodes) mismatch("nodes", c.num_nodes, d.num_nodes);
+  std::int64_t feat_cols = -1;
+  for (const auto& f : c.node_feats)
+    if (f.name == "feat" && f.shape.size() == 2) feat_cols = f.shape[1];
+  if (feat_cols != d.feat_dim) mismatch("feature columns", feat_cols, d.feat_dim);
+}
+
+/// A port p with p .. p + count - 1 free on 127.0.0.1 (none in `taken`).
+std::uint16_t free_port_block(int count, std::vector<std::uint16_t>& taken) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const std::uint16_t p = detail::free_local_port();
+    if (p == 0 || p + count > 65535) continue;
+    bool ok = true;
+    for (int k = 0; k < count && ok; ++k) {
+      const auto q = static_cast<std::uint16_t>(p + k);
+      for (auto t : taken) ok = ok && t != q;
+      if (k > 0 && ok) {
+        // Bind-test the rest of the block.
+        boost::asio::io_context io;
+        boost::system::error_code ec;
+        boost::asio::ip::tcp::acceptor acc(io);
+        acc.open(boost::asio::ip::tcp::v4(), ec);
+        acc.bind({boost::asio::ip::make_address("127.0.0.1"), q}, ec);
+        ok = !ec;
+      }
+    }
+    if (!ok) continue;
+    for (int k = 0; k < count; ++k) taken.push_back(static_cast<std::uint16_t>(p + k));
+    return p;
+  }
+  throw IoError("127.0.0.1", "no block of free ports for the loopback cluster");
+}
+
+/// A fresh random secret in `path`, readable by this user only.
+void write_secret(const fs::path& path) {
+  std::random_device rd;
+  std::string s;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 64; ++i) s += hex[rd() % 16];
+  fs::remove(path);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) throw IoError(path.string(), "cannot create the secret file");
+  const bool ok = ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
+  ::close(fd);
+  if (!ok) throw IoError(path.string(), "cannot write the secret file");
+}
+
+}  // namespace
+
+int run_train(std::vector<std::string> argv) {
+  const std::vector<std::string> original = argv;
+  Args args("train", std::move(argv));
+  args.flag("standalone", "train in this process with no servers")
+      .option("parts", "partitions = loopback machines (default 2)")
+      .option("servers", "servers per machine (default 1)")
+      .option("trainers", "trainers per machine (default 1)")
+      .option("epochs", "training epochs (default 50)")
+      .option("seed", "seed of the model, shuffles, sampling and dropout (default 0)")
+      .option("hidden", "hidden units per layer (default 64)")
+      .option("fanouts", "neighbours sampled per layer, input layer first (default 10,25)")
+      .option("batch-size", "training seeds per batch and trainer (default 1000)")
+      .option("lr", "Adam learning rate (default 0.01)")
+      .option("weight-decay", "Adam weight decay (default 5e-4)")
+      .option("dropout", "dropout after hidden layers (default 0.5)")
+      .option("input-dropout", "dropout on the input features (default: --dropout)")
+      .option("aggregator", "SAGEConv aggregator: mean, gcn or pool (default mean)")
+      .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
+      .option("device", "cpu or cuda[:N] (default cpu)")
+      .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("part-config", "use this partition of the dataset instead of partitioning")
+      .option("out",
+              "run folder: partition, metrics.csv, curves.svg, result.json, checkpoint "
+              "(default ./distgraph-run)")
+      .flag("resume", "continue from the checkpoint in --out")
+      .flag("json", "print one JSON line per epoch and the result object at the end");
+  args.parse(1);
+  if (args.help()) {
+    args.print_help(usage);
+    return 0;
+  }
+  if (std::getenv("DISTGRAPH_ROLE") != nullptr && *std::getenv("DISTGRAPH_ROLE") != '\0')
+    return run_trainer_role(args);
+
+  NodeClassificationOptions recipe = recipe_from(args);
+  const bool json = args.has("json"), standalone = args.has("standalone");
+  const auto parts = args.get_int("parts", 2, 1, 4096);
+  const auto servers = static_cast<std::int32_t>(args.get_int("servers", 1, 1, 64));
+  const auto trainers = static_cast<std::int32_t>(args.get_int("trainers", 1, 1, 1024));
+  if (standalone && (args.has("servers") || args.has("trainers")))
+    throw UsageError("train: --servers and --trainers need a distributed run (drop --standalone)");
+  const fs::path out = recipe.out;
+  if (recipe.resume && !fs::exists(out / "checkpoint.pt"))
+    throw CheckpointError((out / "checkpoint.pt").string(), "not found (nothing to resume from)");
+  // The dataset (checked before anything is written), partitioned under out/partition
+  // unless a partition is given or reusable.
+  const Dataset data =
+      args.positional().empty() ? sbm_dataset() : load_dataset(args.positional()[0]);
+  fs::create_directories(out);
+  fs::path config;
+  if (const auto pc = args.get("part-config")) {
+    config = fs::absolute(*pc);
+    check_partition_matches(config, data);
+  } else {
+    config = out / "partition" / (data.name + ".json");
+    bool reuse = false;
+    if (fs::exists(config)) {
+      try {
+        check_partition_matches(config, data);
+        reuse = read_partition_config(config).num_parts == parts;
+      } catch (const Error&) {
+      }
+    }
+    if (reuse) {
+      std::fprintf(stderr, "distgraph train: reusing the partition %s\n", config.c_str());
+    } else {
+      if (recipe.resume)
+        throw CheckpointError((out / "checkpoint.pt").string(),
+                              "its run's partition " + config.string() +
+                                  " is missing or does not match this dataset and --parts");
+      partition_dataset(data, data.name, parts, out / "partition",
+                        {.method = PartMethod::metis, .seed = recipe.seed});
+    }
+  }
+  const std::int64_t num_parts = read_partition_config(config).num_parts;
+
+  if (standalone) {
+    InitOptions io;
+    io.part_config = config;
+    Context ctx = make_context(Environment{}, io);
+    const auto res =
+        train_node_classification(ctx.graph(), recipe, {}, epoch_printer(json, recipe.epochs, ""));
+    const auto result = result_json(res, "standalone", num_parts, 1, recipe.seed);
+    write_result(out, result);
+    print_result(result, json);
+    return 0;
+  }
+
+  // A loopback cluster: machine i on 127.0.0.1 serves partition i.
+  std::vector<std::uint16_t> taken;
+  std::string ip_text = "# written by distgraph train: one loopback machine per partition\n";
+  for (std::int64_t m = 0; m < num_parts; ++m)
+    ip_text += "127.0.0.1 " + std::to_string(free_port_block(servers, taken)) + "\n";
+  const fs::path ip_config = out / "ip_config.txt", secret = out / "secret";
+  {
+    std::ofstream f(ip_config, std::ios::trunc);
+    f << ip_text;
+    if (!f.flush()) throw IoError(ip_config.string(), "cannot write");
+  }
+  write_secret(secret);
+  LaunchOptions lo;
+  lo.ip_config = ip_config;
+  lo.part_config = config;
+  lo.servers = servers;
+  lo.trainers = trainers;
+  lo.secret_file = secret;
+  lo.distgraph_program = self_program();
+  lo.program = {lo.distgraph_program, "train"};
+  for (const auto& a : original) lo.program.push_back(a);
+  lo.program.insert(lo.program.end(), {"--out", out.string()});
+  const auto started = fs::file_time_type::clock::now();
+  // With --json stdout carries only the JSON lines: the processes' output goes to stderr.
+  const int rc = run_launch(lo, json ? stderr : stdout);
+  if (rc != 0) {
+    std::fprintf(stderr, "distgraph train: the distributed run failed (see above); %s kept\n",
+                 out.c_str());
+    return rc;
+  }
+  std::error_code ec;
+  const auto written = fs::last_write_time(out / "result.json", ec);
+  std::ifstream rf(out / "result.json");
+  if (ec || written < started || !rf)
+    throw IoError((out / "result.json").string(), "the trainers wrote no result");
+  const nlohmann::json result = nlohmann::json::parse(rf);
+  if (json) {
+    for (const auto& r : read_metrics_csv(out / "metrics.csv"))
+      std::printf("%s\n", epoch_json(r, result["metric"]).dump().c_str());
+  }
+  print_result(result, json);
+  return 0;
+}
+
+}  // namespace distgraph::cli
