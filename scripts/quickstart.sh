@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-./build/tools/distgraph/distgraph info "$@"
+./build/tools/distgraph/distgraph train "$@"

@@ -12,50 +12,20 @@
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/child_process.hpp"
+#include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
+using distgraph::test::none_left;
 using distgraph::test::PortBlock;
+using distgraph::test::processes_mentioning;
 using distgraph::test::TempDir;
 
 #if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_CHECKSUM)
 
 namespace {
-
-/// Pids of our processes whose command line or environment mentions `marker`.
-std::vector<int> processes_mentioning(const std::string& marker) {
-  std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    const int pid = std::atoi(e->d_name);
-    if (pid <= 0 || pid == ::getpid()) continue;
-    for (const char* f : {"cmdline", "environ"}) {
-      std::ifstream in(std::string("/proc/") + e->d_name + "/" + f, std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (ss.str().find(marker) != std::string::npos) {
-        out.push_back(pid);
-        break;
-      }
-    }
-  }
-  ::closedir(d);
-  return out;
-}
-
-/// Waits (bounded, polling /proc) until no process mentions `marker`.
-bool none_left(const std::string& marker, std::chrono::seconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!processes_mentioning(marker).empty()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    // Processes reparented to init are reaped asynchronously; re-check shortly.
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 bool port_listening(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

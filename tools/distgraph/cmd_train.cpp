@@ -185,6 +185,9 @@ int run_trainer_role(const Args& args) {
   const bool json = args.has("json");
   Context ctx = initialize();
   if (ctx.is_server()) return 0;
+  // Which process is which, for whoever must find or stop one.
+  std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
+               static_cast<int>(::getpid()), ctx.machine_id());
   torch::set_num_threads(trainer_threads(ctx.environment()));
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   if (ctx.world_size() > 1) {
@@ -329,9 +332,7 @@ int run_train(std::vector<std::string> argv) {
       } catch (const Error&) {
       }
     }
-    if (reuse) {
-      std::fprintf(stderr, "distgraph train: reusing the partition %s\n", config.c_str());
-    } else {
+    if (!reuse) {
       if (recipe.resume)
         throw CheckpointError((out / "checkpoint.pt").string(),
                               "its run's partition " + config.string() +

@@ -1,0 +1,272 @@
+// `distgraph train` run as users run it: the main job on a real loopback cluster
+// (launcher, servers, gloo trainers), standalone runs, checkpoint/resume equality, bad
+// input and a trainer killed mid-epoch.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "distgraph/io/dataset.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "support/child_process.hpp"
+#include "support/processes.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+using distgraph::test::ChildProcess;
+using distgraph::test::none_left;
+using distgraph::test::TempDir;
+namespace fs = std::filesystem;
+
+#ifdef DISTGRAPH_CLI
+
+namespace {
+
+struct Run {
+  int exit_code = -1;  ///< -1: killed by a signal or still running at the deadline
+  std::string output;  ///< stdout and stderr, interleaved
+};
+
+/// Runs `distgraph train ARGS` to the end (at most `limit`).
+Run train(std::vector<std::string> args, std::chrono::milliseconds limit = 180s) {
+  args.insert(args.begin(), {DISTGRAPH_CLI, "train"});
+  ChildProcess p(args);
+  const auto st = p.wait(limit);
+  Run r;
+  if (st && WIFEXITED(*st)) r.exit_code = WEXITSTATUS(*st);
+  r.output = p.output();
+  return r;
+}
+
+/// True when this build's distgraph has the train subcommand (it needs libtorch).
+bool train_available() {
+  static const bool ok = train({"--help"}, 60s).exit_code == 0;
+  return ok;
+}
+
+#define REQUIRE_TRAIN()                                                                \
+  if (!train_available()) {                                                            \
+    WARN("SKIPPED: this distgraph was built without libtorch (no `distgraph train`)"); \
+    return;                                                                            \
+  }
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The JSON objects among `output`'s lines (a launch also prints prefixed log lines).
+std::vector<nlohmann::json> json_lines(const std::string& output) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line.front() == '{') out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+/// Relative path -> contents of every regular file under `dir`.
+std::map<std::string, std::string> read_tree(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_text(e.path());
+  return files;
+}
+
+/// The output is one line (a clear error), naming `needle`.
+void check_one_line_error(const Run& r, int code, const std::string& needle) {
+  INFO(r.output);
+  CHECK(r.exit_code == code);
+  REQUIRE(!r.output.empty());
+  CHECK(r.output.find('\n') == r.output.size() - 1);
+  CHECK(r.output.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("distgraph train runs the main job on a loopback cluster and learns the SBM graph",
+          "[train][integration]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  // The README's default: 2 partitions, 2 machines x (1 server + 1 trainer), SBM graph.
+  const Run r = train({"--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto result = read_json(out / "result.json");
+  CHECK(result["mode"] == "distributed");
+  CHECK(result["parts"] == 2);
+  CHECK(result["trainers"] == 2);
+  CHECK(result["metric"] == "accuracy");
+  CHECK(result["epochs"] == 50);
+  CHECK(result["seed"] == 0);
+  // 8 classes (chance 0.125); 80% of a node's edges stay in its class and its features
+  // are a noisy class centroid, so two mean-aggregating layers separate the classes.
+  CHECK(result["test"].get<double>() > 0.9);
+  CHECK(result["val"].get<double>() > 0.9);
+  CHECK(result["epoch_s_mean"].get<double>() > 0);
+  // The run log: the exact header, one row per epoch; the curves drawn.
+  std::istringstream csv(read_text(out / "metrics.csv"));
+  std::string line;
+  std::getline(csv, line);
+  CHECK(line ==
+        "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s");
+  int rows = 0;
+  while (std::getline(csv, line)) rows += line.empty() ? 0 : 1;
+  CHECK(rows == 50);
+  const auto svg = read_text(out / "curves.svg");
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("polyline") != std::string::npos);
+  // Each trainer reported itself; the all-reduce ran (two trainers); nothing is left.
+  CHECK(r.output.find("[trainer 1.0] trainer 1 of 2") != std::string::npos);
+  CHECK(r.output.find("[trainer 0.0] epoch 50/50") != std::string::npos);
+  CHECK(none_left(out.string(), 10s));
+}
+
+TEST_CASE("distgraph train --standalone --json prints a line per epoch and the result",
+          "[train][integration]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  const Run r = train({"--standalone", "--epochs", "5", "--json", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto lines = json_lines(r.output);
+  REQUIRE(lines.size() == 6);
+  for (int e = 0; e < 5; ++e) {
+    CHECK(lines[static_cast<std::size_t>(e)]["epoch"] == e);
+    CHECK(lines[static_cast<std::size_t>(e)]["loss"].get<double>() > 0);
+    CHECK(lines[static_cast<std::size_t>(e)]["epoch_s"].get<double>() > 0);
+  }
+  CHECK(lines[5]["mode"] == "standalone");
+  CHECK(lines[5]["trainers"] == 1);
+  CHECK(lines[5] == read_json(out / "result.json"));
+}
+
+TEST_CASE("a run resumed from its checkpoint repeats the uninterrupted run's losses",
+          "[train][integration]") {
+  REQUIRE_TRAIN();
+  const bool standalone = GENERATE(true, false);
+  INFO((standalone ? "standalone" : "distributed (2 parts x 1 trainer)"));
+  TempDir tmp;
+  const auto args = [&](const fs::path& out, int epochs) {
+    std::vector<std::string> a{
+        "--epochs", std::to_string(epochs), "--seed", "7", "--json", "--out", out.string()};
+    if (standalone) a.push_back("--standalone");
+    return a;
+  };
+  const Run whole = train(args(tmp.path() / "whole", 4));
+  REQUIRE(whole.exit_code == 0);
+  const Run first = train(args(tmp.path() / "split", 2));
+  REQUIRE(first.exit_code == 0);
+  auto resume_args = args(tmp.path() / "split", 4);
+  resume_args.push_back("--resume");
+  const Run second = train(resume_args);
+  INFO(second.output);
+  REQUIRE(second.exit_code == 0);
+  const auto a = json_lines(whole.output), b = json_lines(second.output);
+  REQUIRE(a.size() == 5);
+  // Distributed runs print every epoch again at the end (from metrics.csv, which keeps
+  // the resumed epochs); standalone ones print the epochs they ran.
+  const std::size_t b_first = standalone ? 0 : 2;
+  REQUIRE(b.size() == b_first + 3);
+  for (std::size_t e = 2; e < 4; ++e) {
+    const auto& x = a[e];
+    const auto& y = b[b_first + e - 2];
+    CHECK(y["epoch"] == x["epoch"]);
+    // Exact in standalone runs (the JSON carries every bit); the distributed log is
+    // re-read from metrics.csv's 6 decimals.
+    if (standalone)
+      CHECK(y["loss"].get<double>() == x["loss"].get<double>());
+    else
+      CHECK(y["loss"].get<double>() == Approx(x["loss"].get<double>()).margin(1e-6));
+    CHECK(y["val_metric"].get<double>() == Approx(x["val_metric"].get<double>()).margin(1e-6));
+  }
+  CHECK(a.back()["test"].get<double>() == Approx(b.back()["test"].get<double>()).margin(1e-9));
+  CHECK(read_json(tmp.path() / "split" / "result.json")["epochs"] == 4);
+}
+
+TEST_CASE("distgraph train rejects bad input with one line and leaves --out untouched",
+          "[train][integration][bad_input]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  const std::string o = out.string();
+  check_one_line_error(train({"--parts", "0", "--out", o}), 2, "--parts");
+  check_one_line_error(train({"--epochs", "0", "--out", o}), 2, "--epochs");
+  check_one_line_error(train({"--metric", "f1", "--out", o}), 2, "metric 'f1'");
+  check_one_line_error(train({"--fanouts", "10,0", "--out", o}), 2, "--fanouts");
+  check_one_line_error(train({"--device", "tpu", "--out", o}), 2, "--device");
+  const auto missing = (tmp.path() / "no-such-dataset").string();
+  check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
+  CHECK_FALSE(fs::exists(out));  // nothing was written for any of these
+  check_one_line_error(train({"--standalone", "--resume", "--out", o}), 1, "checkpoint");
+
+  // A malformed dataset folder: a src.npy that is not a .npy file.
+  const fs::path bad = tmp.path() / "bad";
+  distgraph::write_dataset(bad, distgraph::sbm_dataset({.num_nodes = 300, .seed = 1}));
+  std::ofstream(bad / "src.npy", std::ios::trunc) << "not numpy";
+  check_one_line_error(train({bad.string(), "--standalone", "--out", o}), 1, "src.npy");
+
+  // A finished run, then a resume with another model, a partition of another dataset:
+  // clear errors, and the run folder is byte for byte what it was.
+  REQUIRE(train({"--standalone", "--epochs", "2", "--out", o}).exit_code == 0);
+  const auto before = read_tree(out);
+  REQUIRE(before.count("checkpoint.pt") == 1);
+  check_one_line_error(
+      train({"--standalone", "--epochs", "3", "--hidden", "32", "--resume", "--out", o}), 1,
+      "hidden");
+  const fs::path other = tmp.path() / "other";
+  distgraph::write_dataset(other, distgraph::sbm_dataset({.num_nodes = 500, .seed = 2}));
+  const auto config = (out / "partition" / "sbm.json").string();
+  check_one_line_error(train({other.string(), "--standalone", "--part-config", config, "--out", o}),
+                       1, "does not match");
+  CHECK(read_tree(out) == before);
+}
+
+TEST_CASE("a trainer killed mid-run stops the whole job, named, with no process left",
+          "[train][integration][fault]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  ChildProcess p({DISTGRAPH_CLI, "train", "--epochs", "100000", "--out", out.string()});
+  // Find trainer 1's pid in its own report, then wait until training is under way.
+  int victim = -1;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (victim < 0 && std::chrono::steady_clock::now() < deadline) {
+    const auto line = p.read_line(5s);
+    if (!line) continue;
+    const auto at = line->find("[trainer 1.0] trainer 1 of 2 (pid ");
+    if (at != std::string::npos) victim = std::atoi(line->c_str() + at + 34);
+  }
+  INFO(p.output());
+  REQUIRE(victim > 0);
+  REQUIRE(p.wait_for_line("epoch 3/", 120s));
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  const auto st = p.wait(60s);
+  INFO(p.output());
+  REQUIRE(st.has_value());
+  CHECK(WIFEXITED(*st));
+  CHECK(WEXITSTATUS(*st) != 0);
+  CHECK(p.output().find("trainer 1.0 (pid " + std::to_string(victim) +
+                        ") was killed by signal 9") != std::string::npos);
+  CHECK(none_left(out.string(), 15s));
+  // Rank 0 checkpointed the epochs it finished (the file is renamed into place whole).
+  CHECK(fs::exists(out / "checkpoint.pt"));
+}
+
+#endif
