@@ -270,3 +270,43 @@ TEST_CASE("a trainer killed mid-run stops the whole job, named, with no process 
 }
 
 #endif
+
+#if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_TRAIN_SAGE)
+
+TEST_CASE("the guide's trainer program trains standalone and under distgraph launch unchanged",
+          "[train][integration][example]") {
+  TempDir tmp;
+  // The guide's workflow: partition, an ip_config of two loopback machines, launch.
+  const fs::path data = tmp.path() / "sbm", parts = tmp.path() / "parts";
+  distgraph::write_dataset(data, distgraph::sbm_dataset({.num_nodes = 3000, .seed = 5}));
+  ChildProcess part({DISTGRAPH_CLI, "partition", "--input", data.string(), "--name", "sbm",
+                     "--parts", "2", "--out", parts.string()});
+  REQUIRE(part.wait(120s) == std::optional<int>(0));
+  const auto config = (parts / "sbm.json").string();
+
+  ChildProcess alone({DISTGRAPH_EXAMPLE_TRAIN_SAGE, config, (tmp.path() / "alone").string()});
+  const auto st = alone.wait(180s);
+  INFO(alone.output());
+  REQUIRE(st == std::optional<int>(0));
+  CHECK(alone.output().find("epoch 49 ") != std::string::npos);
+  CHECK(alone.output().find("over 1 trainer(s)") != std::string::npos);
+
+  distgraph::test::PortBlock a(1), b(1);
+  const fs::path ip = tmp.path() / "ip_config.txt";
+  std::ofstream(ip) << "127.0.0.1 " << a.base() << "\n127.0.0.1 " << b.base() << "\n";
+  a.release();
+  b.release();
+  ChildProcess job({DISTGRAPH_CLI, "launch", "--ip-config", ip.string(), "--part-config", config,
+                    "--", DISTGRAPH_EXAMPLE_TRAIN_SAGE, config, (tmp.path() / "dist").string()});
+  const auto jst = job.wait(180s);
+  INFO(job.output());
+  REQUIRE(jst == std::optional<int>(0));
+  CHECK(job.output().find("over 2 trainer(s)") != std::string::npos);
+  const auto result = read_json(tmp.path() / "dist" / "result.json");
+  CHECK(result["mode"] == "distributed");
+  CHECK(result["trainers"] == 2);
+  CHECK(result["test"].get<double>() > 0.8);  // 8 SBM classes: chance is 0.125
+  CHECK(read_json(tmp.path() / "alone" / "result.json")["mode"] == "standalone");
+}
+
+#endif

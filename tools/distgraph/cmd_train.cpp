@@ -189,25 +189,13 @@ int run_trainer_role(const Args& args) {
   std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
                static_cast<int>(::getpid()), ctx.machine_id());
   torch::set_num_threads(trainer_threads(ctx.environment()));
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
-  if (ctx.world_size() > 1) {
-    RendezvousOptions base;
-    base.timeout = recipe.collective_timeout;
-    RendezvousOptions ro = rendezvous_from_env(base);
-    if (is_local_address(ro.master_addr)) ro.hostname = "127.0.0.1";
-    group = make_gloo_group(make_tcp_store(ro), ro);
-  }
+  const auto group = trainer_group_from_env(recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;
   if (rank0) fs::create_directories(recipe.out);
   const auto res = train_node_classification(
       g, recipe, group, rank0 ? epoch_printer(json, recipe.epochs, "") : EpochCallback{});
-  if (rank0) {
-    const auto result =
-        result_json(res, "distributed", g.book().num_partitions(), ctx.world_size(), recipe.seed);
-    write_result(recipe.out, result);
-    print_result(result, json);
-  }
+  if (rank0) print_result(result_json(res), json);
   return 0;
 }
 
@@ -349,9 +337,7 @@ int run_train(std::vector<std::string> argv) {
     Context ctx = make_context(Environment{}, io);
     const auto res =
         train_node_classification(ctx.graph(), recipe, {}, epoch_printer(json, recipe.epochs, ""));
-    const auto result = result_json(res, "standalone", num_parts, 1, recipe.seed);
-    write_result(out, result);
-    print_result(result, json);
+    print_result(result_json(res), json);
     return 0;
   }
 

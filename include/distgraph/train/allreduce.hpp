@@ -168,6 +168,22 @@ inline c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_group(
   }
 }
 
+/// The trainers' gloo group as the environment describes it (MASTER_ADDR, MASTER_PORT,
+/// RANK, WORLD_SIZE, as `distgraph launch`, torchrun and friends set them), or none for a
+/// single trainer. A loopback master binds gloo to 127.0.0.1 (a one-computer cluster
+/// needs no network interface). Blocks until every trainer joined, at most `timeout`.
+inline c10::intrusive_ptr<c10d::ProcessGroup> trainer_group_from_env(
+    std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
+  RendezvousOptions base;
+  base.timeout = timeout;
+  RendezvousOptions o = rendezvous_from_env(base);
+  if (o.world_size <= 1) return {};
+  const auto& a = o.master_addr;
+  if (o.interface.empty() && (a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost"))
+    o.hostname = "127.0.0.1";
+  return make_gloo_group(make_tcp_store(o), o);
+}
+
 /// Sums `values` element-wise over all trainers of `group` (in double) and returns the
 /// sums. Collective: every trainer calls it with the same length. Blocks at most
 /// `timeout`, then throws CollectiveError.

@@ -68,10 +68,26 @@ struct NodeClassificationResult {
   double epoch_s_mean = 0;        ///< mean training time per epoch of this process's epochs
   std::vector<EpochRow> rows;     ///< every epoch, resumed ones included (rank 0)
   std::int64_t num_classes = 0, feat_dim = 0;
+  std::string mode;  ///< "standalone" (no servers) or "distributed"
+  std::int64_t parts = 0, trainers = 0;
+  std::uint64_t seed = 0;
 };
 
 /// Called on rank 0 after each epoch with its row and the metric it reports.
 using EpochCallback = std::function<void(const EpochRow&, Metric)>;
+
+/// result.json's object for `r` (the keys users' scripts read; never rename one).
+inline nlohmann::json result_json(const NodeClassificationResult& r) {
+  return {{"metric", to_string(r.metric)},
+          {"test", r.test},
+          {"val", r.val},
+          {"epochs", r.epochs},
+          {"epoch_s_mean", r.epoch_s_mean},
+          {"mode", r.mode},
+          {"parts", r.parts},
+          {"trainers", r.trainers},
+          {"seed", r.seed}};
+}
 
 namespace detail {
 
@@ -272,6 +288,7 @@ NodeClassificationResult train_node_classification(
     }
   }
 
+  if (rank == 0 && !o.out.empty()) std::filesystem::create_directories(o.out);
   Metric metric = o.metric;
   double val = 0, epoch_s_sum = 0;
   for (std::int64_t e = start; e < o.epochs; ++e) {
@@ -310,21 +327,12 @@ NodeClassificationResult train_node_classification(
   res.epochs = std::max(o.epochs, start);
   const std::int64_t ran = std::max<std::int64_t>(o.epochs - start, 0);
   res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
+  res.mode = g.client().layout().machine_id < 0 ? "standalone" : "distributed";
+  res.parts = g.book().num_partitions();
+  res.trainers = world;
+  res.seed = o.seed;
+  if (rank == 0 && !o.out.empty()) write_result(o.out, result_json(res));
   return res;
-}
-
-/// result.json's object for `r` (the keys users' scripts read; never rename one).
-inline nlohmann::json result_json(const NodeClassificationResult& r, const std::string& mode,
-                                  std::int64_t parts, std::int64_t trainers, std::uint64_t seed) {
-  return {{"metric", to_string(r.metric)},
-          {"test", r.test},
-          {"val", r.val},
-          {"epochs", r.epochs},
-          {"epoch_s_mean", r.epoch_s_mean},
-          {"mode", mode},
-          {"parts", parts},
-          {"trainers", trainers},
-          {"seed", seed}};
 }
 
 }  // namespace distgraph
