@@ -200,6 +200,46 @@ TEST_CASE("a run resumed from its checkpoint repeats the uninterrupted run's los
   CHECK(read_json(tmp.path() / "split" / "result.json")["epochs"] == 4);
 }
 
+TEST_CASE("learned node embeddings replace features, on the servers, and resume exactly",
+          "[train][integration][embedding]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  // Distributed: two trainers' SparseAdam steps land on the servers' embedding rows.
+  const fs::path dist = tmp.path() / "dist";
+  const Run r = train({"--embedding-dim", "32", "--out", dist.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto result = read_json(dist / "result.json");
+  CHECK(result["trainers"] == 2);
+  // Inputs carry no class information at first (uniform random rows); what the model
+  // learns comes through the graph, whose edges mostly stay inside a class.
+  CHECK(result["test"].get<double>() > 0.8);
+  // Standalone resume: embedding rows and SparseAdam state come back from the checkpoint.
+  const auto args = [&](const fs::path& out, int epochs) {
+    return std::vector<std::string>{
+        "--standalone", "--embedding-dim",      "16",     "--seed", "3",
+        "--epochs",     std::to_string(epochs), "--json", "--out",  out.string()};
+  };
+  const Run whole = train(args(tmp.path() / "whole", 4));
+  REQUIRE(whole.exit_code == 0);
+  REQUIRE(train(args(tmp.path() / "split", 2)).exit_code == 0);
+  auto resume = args(tmp.path() / "split", 4);
+  resume.push_back("--resume");
+  const Run second = train(resume);
+  INFO(second.output);
+  REQUIRE(second.exit_code == 0);
+  const auto a = json_lines(whole.output), b = json_lines(second.output);
+  REQUIRE(a.size() == 5);
+  REQUIRE(b.size() == 3);
+  for (std::size_t e = 0; e < 2; ++e)
+    CHECK(b[e]["loss"].get<double>() == a[e + 2]["loss"].get<double>());
+  CHECK(b[2]["test"].get<double>() == a[4]["test"].get<double>());
+  // A checkpoint without embeddings does not resume a run with them.
+  check_one_line_error(train({"--standalone", "--epochs", "5", "--resume", "--out",
+                              (tmp.path() / "whole").string()}),
+                       1, "embedding_dim");
+}
+
 TEST_CASE("distgraph train rejects bad input with one line and leaves --out untouched",
           "[train][integration][bad_input]") {
   REQUIRE_TRAIN();

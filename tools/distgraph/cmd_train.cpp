@@ -111,6 +111,7 @@ NodeClassificationOptions recipe_from(const Args& a) {
     o.aggregator = Aggregator::pool;
   else
     throw UsageError("train: unknown aggregator '" + agg + "'; expected mean, gcn or pool");
+  o.embedding_dim = a.get_int("embedding-dim", 0, 0, 1 << 16);
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -277,6 +278,9 @@ int run_train(std::vector<std::string> argv) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("embedding-dim",
+              "learn a DistEmbedding of this width per node as the input instead of the "
+              "features (default 0: features; graphs without features get --hidden)")
       .option("part-config", "use this partition of the dataset instead of partitioning")
       .option("out",
               "run folder: partition, metrics.csv, curves.svg, result.json, checkpoint "

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "distgraph/core/error.hpp"
 
@@ -26,16 +28,19 @@ class CheckpointError : public Error {
       : Error("checkpoint " + path + ": " + what) {}
 };
 
-/// The checkpoint as bytes: the module's parameters and buffers, the optimizer's state
-/// and `meta` (the run's description and progress), each under its own key.
-inline std::string checkpoint_bytes(const torch::nn::Module& model,
-                                    const torch::optim::Optimizer& optimizer,
-                                    const nlohmann::json& meta) {
+/// The checkpoint as bytes: the module's parameters and buffers, the optimizer's state,
+/// `meta` (the run's description and progress) and named extra `tensors` (e.g. a
+/// DistEmbedding's rows and its sparse optimizer state), each under its own key.
+inline std::string checkpoint_bytes(
+    const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+    const nlohmann::json& meta,
+    const std::vector<std::pair<std::string, torch::Tensor>>& tensors = {}) {
   torch::serialize::OutputArchive archive, model_ar, optim_ar;
   model.save(model_ar);
   optimizer.save(optim_ar);
   archive.write("model", model_ar);
   archive.write("optimizer", optim_ar);
+  for (const auto& [name, t] : tensors) archive.write("tensors/" + name, t);
   archive.write("meta", c10::IValue(meta.dump()));
   std::ostringstream out;
   archive.save_to(out);
@@ -82,6 +87,22 @@ inline void load_checkpoint(const std::string& bytes, const std::string& path,
     if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
     throw CheckpointError(path, "does not fit this model: " + msg);
   }
+}
+
+/// Extra tensor `name` of checkpoint bytes (see checkpoint_bytes). Throws CheckpointError
+/// naming `path` and the tensor when it is absent.
+inline torch::Tensor checkpoint_tensor(const std::string& bytes, const std::string& path,
+                                       const std::string& name) {
+  std::istringstream in(bytes);
+  torch::serialize::InputArchive archive;
+  torch::Tensor t;
+  try {
+    archive.load_from(in);
+    if (archive.try_read("tensors/" + name, t)) return t;
+  } catch (const std::exception& e) {
+    throw CheckpointError(path, std::string("unreadable: ") + e.what());
+  }
+  throw CheckpointError(path, "has no tensor '" + name + "'");
 }
 
 /// Writes `bytes` to `path` atomically (a temporary file renamed over it), so a run killed

@@ -48,6 +48,12 @@ struct NodeClassificationOptions {
   unsigned num_prefetch_threads = 1;    ///< per loader; 0 = sample inside next()
   std::int64_t eval_batch_size = 4096;  ///< validation and test, full neighbourhoods
   std::string feature = "feat", label = "label";
+  /// > 0: the input is a learnable DistEmbedding of this width per node (trained by
+  /// SparseAdam on the servers) instead of `feature`; 0: `feature`, or an embedding of
+  /// width `hidden` when the graph has no such node data.
+  std::int64_t embedding_dim = 0;
+  double embedding_lr = 0.01;               ///< SparseAdam's learning rate
+  std::string embedding_name = "node_emb";  ///< the embedding's tensor on the servers
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
   /// Where rank 0 writes metrics.csv, curves.svg, result.json and checkpoint.pt after
   /// every epoch; empty: nothing is written.
@@ -153,6 +159,52 @@ std::int64_t count_classes(const Graph& g, const std::string& label,
   return top + 1;
 }
 
+/// Every row of float tensor `t` as a [rows, cols] torch tensor, pulled in chunks.
+template <class Tensor>
+torch::Tensor pull_all(const Tensor& t) {
+  const std::int64_t n = t.num_rows(), cols = t.num_cols();
+  auto out = torch::empty({n, cols}, torch::kFloat);
+  std::vector<std::int64_t> ids;
+  for (std::int64_t lo = 0; lo < n; lo += 1 << 16) {
+    const std::int64_t hi = std::min(n, lo + (1 << 16));
+    ids.resize(static_cast<std::size_t>(hi - lo));
+    for (std::int64_t v = lo; v < hi; ++v) ids[static_cast<std::size_t>(v - lo)] = v;
+    t.pull(ids, std::span<float>(out.data_ptr<float>() + lo * cols,
+                                 static_cast<std::size_t>((hi - lo) * cols)));
+  }
+  return out;
+}
+
+/// Writes `values` ([rows, cols] float) into every row of `t`, in chunks.
+template <class Tensor>
+void push_all(Tensor& t, const torch::Tensor& values) {
+  const std::int64_t n = t.num_rows(), cols = t.num_cols();
+  if (values.dim() != 2 || values.size(0) != n || values.size(1) != cols)
+    throw ShapeError(
+        "checkpoint tensor '" + t.name() + "'",
+        "does not have the table's " + std::to_string(n) + " x " + std::to_string(cols) + " shape");
+  const auto v = values.to(torch::kFloat).contiguous();
+  std::vector<std::int64_t> ids;
+  for (std::int64_t lo = 0; lo < n; lo += 1 << 16) {
+    const std::int64_t hi = std::min(n, lo + (1 << 16));
+    ids.resize(static_cast<std::size_t>(hi - lo));
+    for (std::int64_t r = lo; r < hi; ++r) ids[static_cast<std::size_t>(r - lo)] = r;
+    t.push(ids, std::span<const float>(v.data_ptr<float>() + lo * cols,
+                                       static_cast<std::size_t>((hi - lo) * cols)));
+  }
+}
+
+/// The named node tables of `g` as checkpoint tensors (rank 0 gathers them).
+template <class Graph>
+std::vector<std::pair<std::string, torch::Tensor>> pull_tables(
+    const Graph& g, const std::vector<std::pair<std::string, std::int64_t>>& tables) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& [name, cols] : tables)
+    out.emplace_back(name, pull_all(DistTensor<float, typename Graph::client_type>::open(
+                               g.client_ptr(), name, RowKind::node)));
+  return out;
+}
+
 inline void check_options(const NodeClassificationOptions& o) {
   const auto positive = [](std::int64_t v, const char* what) {
     if (v < 1)
@@ -210,7 +262,15 @@ NodeClassificationResult train_node_classification(
   const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
   NodeClassificationResult res;
   res.num_classes = detail::count_classes(g, o.label, sets);
-  res.feat_dim = g.template ndata<float>(o.feature).num_cols();
+  std::int64_t emb_dim = o.embedding_dim;
+  if (emb_dim < 1) {
+    try {
+      res.feat_dim = g.template ndata<float>(o.feature).num_cols();
+    } catch (const NotFound&) {
+      emb_dim = o.hidden;  // a graph without features learns its inputs
+    }
+  }
+  if (emb_dim > 0) res.feat_dim = emb_dim;
 
   const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
   const SplitOptions exact{.rank = rank, .num_trainers = world, .force_even = false};
@@ -221,7 +281,7 @@ NodeClassificationResult train_node_classification(
                                .seed = o.seed,
                                .rank = rank,
                                .num_prefetch_threads = o.num_prefetch_threads,
-                               .feature = o.feature,
+                               .feature = emb_dim > 0 ? std::string() : o.feature,
                                .label = o.label};
   Loader train_loader(g, train_ids, o.fanouts, train_lo);
   const std::vector<std::int64_t> full(o.fanouts.size(), -1);
@@ -248,6 +308,21 @@ NodeClassificationResult train_node_classification(
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
   to.all_reduce.timeout = o.collective_timeout;
   Trainer<> trainer(GraphSAGE(mo), to, group);
+  using Client = typename Graph::client_type;
+  std::optional<DistEmbedding<Client>> emb;
+  if (emb_dim > 0) {
+    emb = DistEmbedding<Client>::create(g.client_ptr(), o.embedding_name, emb_dim,
+                                        {InitKind::uniform, -1.0, 1.0, o.seed});
+    trainer.set_input_embedding(input_embedding(*emb, SparseAdam<Client>({*emb}, o.embedding_lr)));
+  }
+  // The embedding's tables in a checkpoint: its rows, then SparseAdam's state.
+  const auto emb_tables = [&] {
+    std::vector<std::pair<std::string, std::int64_t>> t;
+    if (emb)
+      for (const char* suffix : {"", ".adam_m", ".adam_v", ".adam_t"})
+        t.emplace_back(o.embedding_name + suffix, std::string(suffix) == ".adam_t" ? 1 : emb_dim);
+    return t;
+  }();
 
   // What a checkpoint must agree on to be resumed by this run.
   const nlohmann::json identity = {
@@ -262,6 +337,7 @@ NodeClassificationResult train_node_classification(
       {"num_edges", g.num_edges()},
       {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
       {"seed", o.seed},
+      {"embedding_dim", emb_dim},
   };
   const auto ckpt_path = o.out / "checkpoint.pt";
   std::int64_t start = 0;
@@ -279,6 +355,12 @@ NodeClassificationResult train_node_classification(
                                       : std::string("?")) +
                 "; this run has " + want.dump() + " (another model, dataset or recipe)");
     load_checkpoint(bytes, ckpt_path.string(), *trainer.model(), trainer.optimizer());
+    for (const auto& [name, cols] : emb_tables) {
+      // Collective: every trainer makes sure the table exists; rank 0 writes it back.
+      auto table = DistTensor<float, Client>::create(g.client_ptr(), name, RowKind::node, cols);
+      if (rank == 0) detail::push_all(table, checkpoint_tensor(bytes, ckpt_path.string(), name));
+    }
+    if (emb) g.client().barrier("distgraph:resume " + o.embedding_name);
     start = meta.value("epochs_done", std::int64_t{0});
     res.resumed_from = start;
     if (rank == 0) {
@@ -311,8 +393,8 @@ NodeClassificationResult train_node_classification(
     if (!o.out.empty()) {
       write_run_log(o.out, res.rows, to_string(metric));
       nlohmann::json meta = {{"run", identity}, {"epochs_done", e + 1}};
-      write_checkpoint_file(ckpt_path,
-                            checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta));
+      write_checkpoint_file(ckpt_path, checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta,
+                                                        detail::pull_tables(g, emb_tables)));
     }
     if (on_epoch) on_epoch(row, metric);
   }

@@ -5,14 +5,17 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/dist/dist_embedding.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/concepts.hpp"
@@ -30,6 +33,30 @@ struct TrainerOptions {
   torch::Device device = torch::kCPU;
   AllReduceOptions all_reduce{};  ///< buckets and collective timeout (with a group)
 };
+
+/// Learnable input rows in place of fixed features: a DistEmbedding with its sparse
+/// optimizer, type-erased so a Trainer does not depend on the client type (see
+/// input_embedding()). The trainer pulls each batch's input rows, records their gradients
+/// after backward, and steps the sparse optimizer (on the servers) after the dense one.
+struct InputEmbedding {
+  std::int64_t dim = 0;
+  std::function<std::vector<float>(std::span<const std::int64_t>)> pull;
+  std::function<void(std::span<const std::int64_t>, std::span<const float>)> record_gradient;
+  std::function<void()> step;
+};
+
+/// The InputEmbedding of `embedding`, updated by `optimizer` (e.g. SparseAdam over it).
+template <class Client, class SparseOpt>
+InputEmbedding input_embedding(DistEmbedding<Client> embedding, SparseOpt optimizer) {
+  auto opt = std::make_shared<SparseOpt>(std::move(optimizer));
+  return {.dim = embedding.dim(),
+          .pull = [embedding](std::span<const std::int64_t> ids) { return embedding.pull(ids); },
+          .record_gradient =
+              [embedding](std::span<const std::int64_t> ids, std::span<const float> g) mutable {
+                embedding.record_gradient(ids, g);
+              },
+          .step = [opt] { opt->step(); }};
+}
 
 /// One training epoch, summed over this trainer's batches; loss and train_metric are
 /// over all trainers (weighted by output nodes), the times are this trainer's, in seconds.
@@ -166,13 +193,14 @@ class Trainer {
       st.fetch_s += batch->timings.fetch_s;
       st.wait_s += batch->timings.wait_s;
       Stopwatch clock;
-      const torch::Tensor x = features_of(*batch);
+      const torch::Tensor x = inputs_of(*batch, /*learn=*/true);
       const torch::Tensor y = labels_of(*batch);
       const auto blocks = block_tensors(std::move(batch->blocks), options_.device);
       const torch::Tensor logits = model_->forward(blocks, x);
       const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
       optimizer_->zero_grad();
       loss.backward();
+      if (embedding_) record_input_gradient(*batch, x);
       st.compute_s += clock.seconds();
       if (reducer_) {
         clock.reset();
@@ -181,6 +209,7 @@ class Trainer {
       }
       clock.reset();
       optimizer_->step();
+      if (embedding_) embedding_->step();
       const auto n = static_cast<double>(y.size(0));
       loss_sum += loss.item<double>() * n;
       acc.add(logits.detach(), y);
@@ -216,13 +245,17 @@ class Trainer {
     source.begin_epoch(epoch);
     detail::MetricAccumulator acc;
     while (auto batch = source.next()) {
-      const torch::Tensor x = features_of(*batch);
+      const torch::Tensor x = inputs_of(*batch, /*learn=*/false);
       const torch::Tensor y = labels_of(*batch);
       acc.add(model_->forward(block_tensors(std::move(batch->blocks), options_.device), x), y);
     }
     model_->train();
     return acc.reduce(group_.get(), metric, options_.all_reduce.timeout);
   }
+
+  /// Uses `e`'s rows as the model's input instead of the batches' features (the model's
+  /// input width must be e.dim); the batches must carry `input_nodes`.
+  void set_input_embedding(InputEmbedding e) { embedding_ = std::move(e); }
 
   Model& model() noexcept { return model_; }
   torch::optim::Adam& optimizer() noexcept { return *optimizer_; }
@@ -256,6 +289,33 @@ class Trainer {
     return stage.to(options_.device, /*non_blocking=*/true);
   }
 
+  /// The model's input: the batch's features, or its input nodes' embedding rows (a leaf
+  /// that collects their gradient when `learn`).
+  template <class Batch>
+  torch::Tensor inputs_of(const Batch& b, bool learn) {
+    if (!embedding_) return features_of(b);
+    if constexpr (requires { b.input_nodes; }) {
+      const auto rows = static_cast<std::int64_t>(b.input_nodes.size());
+      auto values = embedding_->pull(b.input_nodes);
+      auto x = torch::from_blob(values.data(), {rows, embedding_->dim},
+                                torch::TensorOptions().dtype(torch::kFloat))
+                   .to(options_.device, /*non_blocking=*/false, /*copy=*/true);
+      return learn ? x.requires_grad_(true) : x;
+    } else {
+      throw InvalidArgument("trainer: an input embedding needs batches with input_nodes");
+    }
+  }
+
+  /// Hands d(loss)/d(input rows) to the embedding's record.
+  template <class Batch>
+  void record_input_gradient(const Batch& b, const torch::Tensor& x) {
+    if constexpr (requires { b.input_nodes; }) {
+      const torch::Tensor g = x.grad().to(torch::kCPU).contiguous();
+      embedding_->record_gradient(b.input_nodes,
+                                  {g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
+    }
+  }
+
   /// The batch's labels as an int64 tensor on the device.
   template <class Batch>
   torch::Tensor labels_of(const Batch& b) const {
@@ -275,6 +335,7 @@ class Trainer {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<GradientAllReducer> reducer_;
+  std::optional<InputEmbedding> embedding_;
   torch::Tensor pinned_;
 };
 
