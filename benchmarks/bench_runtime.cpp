@@ -28,6 +28,7 @@
 #include "distgraph/runtime/launcher.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
+#include "support/subprocess.hpp"
 
 #ifndef DISTGRAPH_CLI
 #define DISTGRAPH_CLI "distgraph"
@@ -64,39 +65,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 /// containing `needle` were seen, exit status).
 std::pair<double, int> run_and_time(const std::vector<std::string>& argv, const std::string& needle,
                                     int lines) {
-  int fds[2];
-  if (::pipe(fds) != 0) std::exit(1);
   const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string buf;
-  char chunk[4096];
   int seen = 0;
   double at = -1;
-  for (;;) {
-    const auto n = ::read(fds[0], chunk, sizeof chunk);
-    if (n <= 0) break;
-    buf.append(chunk, static_cast<std::size_t>(n));
-    std::size_t nl;
-    while ((nl = buf.find('\n')) != std::string::npos) {
-      if (buf.substr(0, nl).find(needle) != std::string::npos && ++seen == lines)
-        at = seconds_since(start);
-      buf.erase(0, nl + 1);
-    }
-  }
-  ::close(fds[0]);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return {at, st};
+  const int status = distgraph::bench::run_lines(argv, [&](const std::string& line) {
+    if (line.find(needle) != std::string::npos && ++seen == lines) at = seconds_since(start);
+  });
+  return {at, status};
 }
 
 }  // namespace

@@ -1,0 +1,522 @@
+// bench_train: one epoch of GraphSAGE training, standalone and on a loopback cluster, each
+// beside the same epoch's forward and backward alone on blocks built in memory.
+//
+//   bench_train [--scale S] [--epochs E] [--runs R] [--figure NAME] [--cli PATH] [--json]
+//
+// The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
+// symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
+// 47 uniform random classes, 10% of the nodes (uniform) for training and no validation or
+// test set: the recipe would evaluate it after every epoch with full neighbourhoods, which
+// through R-MAT's hubs reach most of the graph (6-9 s per evaluation of 200 nodes at scale
+// 18), and that is no part of an epoch's time. Written as a dataset folder and partitioned
+// in 2 with METIS (seed 0, what `distgraph train` would do) under a temporary folder. The
+// blas line of the header names the BLAS libtorch's matrix products run on. The recipe is
+// `distgraph train`'s (train_node_classification: GraphSAGE-mean, Adam lr 0.01, weight
+// decay 5e-4, dropout 0.5) with 2 layers, hidden 256, fanouts [10, 25], batch 1000, one
+// prefetch thread per loader. Each run trains 1 + E epochs; the first warms up and the
+// figure is the mean epoch_s of the other E. Figures (times in seconds, ratio = bound/value):
+//   sage_epoch_standalone  one process: train_node_classification over a StandaloneCluster
+//                          of the 2 partitions (in-process servers, no sockets), torch's
+//                          default intra-op threads.
+//   sage_epoch_dist        the real CLI: `distgraph train DIR --part-config CONFIG --parts 2
+//                          --epochs 1+E --hidden 256 --fanouts 10,25 --batch-size 1000 --json
+//                          --out RUN`: 2 loopback machines, each 1 server + 1 trainer (the
+//                          defaults), gloo all-reduce; epoch_s is trainer 0's, read from the
+//                          per-epoch JSON lines.
+// Bound: the same epoch's batches (epoch 1: same seeds, keys and shuffle as the run, made
+// through the StandaloneCluster beforehand) as BlockTensors and feature tensors in memory,
+// then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
+// best of R runs. Standalone: all batches, default threads. Dist: trainer 0's batches
+// (its node_split share, half of the seeds), on the intra-op threads the CLI gives a
+// trainer (cores / (machines x trainers) = 1 on 2 cores), as it runs beside trainer 1.
+// Shares: each figure's sample, fetch, compute and all-reduce seconds (EpochStats, mean over
+// the timed epochs) as fractions of epoch_s; sampling and fetching run on the loader's
+// prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
+// epoch_s - compute - all-reduce, the trainer's time outside its own work (mostly blocked
+// on the loader).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/timer.hpp"
+#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/dist/node_split.hpp"
+#include "distgraph/dist/standalone.hpp"
+#include "distgraph/graph/builder.hpp"
+#include "distgraph/graph/generators.hpp"
+#include "distgraph/io/dataset.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/train/block_tensors.hpp"
+#include "distgraph/train/graph_sage.hpp"
+#include "distgraph/train/node_classification.hpp"
+#include "support/flags.hpp"
+#include "support/report.hpp"
+#include "support/subprocess.hpp"
+
+#ifndef DISTGRAPH_CLI
+#define DISTGRAPH_CLI "distgraph"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using distgraph::bench::Figure;
+using distgraph::bench::Kind;
+using distgraph::bench::Reporter;
+
+struct Args {
+  int scale = 18;
+  int edge_factor = 16;
+  std::int64_t feat_dim = 100;
+  std::int64_t classes = 47;
+  std::int64_t epochs = 2;  ///< timed epochs after the warm-up one
+  int runs = 3;             ///< bound: best of
+  std::string figure;       ///< empty = all
+  std::string cli = DISTGRAPH_CLI;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  distgraph::bench::Flags("bench_train")
+      .add("--scale", a.scale, 8, 26)
+      .add("--epochs", a.epochs, 1, 100)
+      .add("--runs", a.runs, 1, 100)
+      .add("--figure", a.figure, "NAME")
+      .add("--cli", a.cli, "PATH")
+      .parse(argc, argv);
+  return a;
+}
+
+// The recipe both figures train with (`distgraph train` with these flags).
+constexpr std::int64_t hidden = 256;
+constexpr std::int64_t batch_size = 1000;
+const std::vector<std::int64_t> fanouts{10, 25};
+constexpr std::int64_t bound_epoch = 1;  ///< the first timed epoch
+
+/// A temporary folder, removed with everything in it on destruction.
+struct TempDir {
+  fs::path path =
+      fs::temp_directory_path() / ("distgraph-bench-train-" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+/// The benchmark's dataset (see the top of the file) as a Dataset.
+distgraph::Dataset make_dataset(const Args& a) {
+  using distgraph::Buffer;
+  const distgraph::Graph g = distgraph::build_graph(
+      distgraph::rmat({.scale = a.scale, .edge_factor = a.edge_factor, .seed = 1}),
+      {.remove_self_loops = true, .remove_duplicates = true, .symmetrize = true});
+  distgraph::Coo coo = g.to_coo();
+  distgraph::Dataset d;
+  d.name = "rmat" + std::to_string(a.scale);
+  d.num_nodes = coo.num_nodes;
+  d.src = std::move(coo.src);
+  d.dst = std::move(coo.dst);
+  const auto n = static_cast<std::size_t>(d.num_nodes);
+  std::vector<float> feat(n * static_cast<std::size_t>(a.feat_dim));
+  distgraph::detail::SplitMix64 feat_rng(2);
+  for (auto& x : feat) x = static_cast<float>(feat_rng.normal());
+  d.feat = Buffer<float>(std::move(feat));
+  d.feat_dim = a.feat_dim;
+  std::vector<std::int64_t> label(n);
+  distgraph::detail::SplitMix64 label_rng(3);
+  for (auto& y : label)
+    y = static_cast<std::int64_t>(label_rng.below(static_cast<std::uint64_t>(a.classes)));
+  d.label = Buffer<std::int64_t>(std::move(label));
+  d.num_classes = a.classes;
+  // 10% uniform: the head of a partial Fisher-Yates shuffle.
+  std::vector<std::int64_t> order(n);
+  for (std::size_t v = 0; v < n; ++v) order[v] = static_cast<std::int64_t>(v);
+  distgraph::detail::SplitMix64 rng(4);
+  d.train_mask = Buffer<bool>::zeros(n);
+  for (std::size_t i = 0; i < n / 10; ++i) {
+    std::swap(order[i], order[i + rng.below(n - i)]);
+    d.train_mask[static_cast<std::size_t>(order[i])] = true;
+  }
+  return d;
+}
+
+/// One batch made beforehand: what the model reads, as tensors.
+struct Prebuilt {
+  std::vector<distgraph::BlockTensors> blocks;
+  std::vector<float> features;
+  std::vector<std::int64_t> labels;
+  torch::Tensor x, y;
+};
+
+/// Epoch `bound_epoch`'s batches of trainer `rank` of `world`, exactly as the recipe's
+/// training loader makes them (its node_split share, loader options and keys).
+std::vector<Prebuilt> prebuilt_batches(const distgraph::StandaloneGraph& g,
+                                       std::span<const std::int64_t> train_all, std::int32_t rank,
+                                       std::int32_t world) {
+  const distgraph::NodeClassificationOptions o;
+  const auto ids = distgraph::node_split(train_all, g.book(),
+                                         {.rank = rank, .num_trainers = world, .force_even = true});
+  distgraph::NodeDataLoader loader(g, ids, fanouts,
+                                   {.batch_size = batch_size,
+                                    .shuffle = true,
+                                    .seed = o.seed,
+                                    .rank = rank,
+                                    .num_prefetch_threads = 0,
+                                    .feature = o.feature,
+                                    .label = o.label});
+  std::vector<Prebuilt> out;
+  for (distgraph::NodeBatch& b : loader.epoch(bound_epoch)) {
+    Prebuilt p;
+    p.blocks = distgraph::block_tensors(std::move(b.blocks));
+    p.features = std::move(b.features);
+    p.labels = std::move(b.labels);
+    const auto rows = static_cast<std::int64_t>(p.features.size()) / b.feat_dim;
+    p.x = torch::from_blob(p.features.data(), {rows, b.feat_dim}, torch::kFloat);
+    p.y = torch::from_blob(p.labels.data(), {static_cast<std::int64_t>(p.labels.size())},
+                           torch::kLong);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// Mean sizes of `batches`: input nodes, layer-1 destinations, edges of each block.
+nlohmann::json batch_sizes(const std::vector<Prebuilt>& batches) {
+  double input = 0, middle = 0, edges0 = 0, edges1 = 0;
+  for (const Prebuilt& b : batches) {
+    input += static_cast<double>(b.blocks.front().num_src);
+    middle += static_cast<double>(b.blocks.front().num_dst);
+    edges0 += static_cast<double>(b.blocks.front().num_edges());
+    edges1 += static_cast<double>(b.blocks.back().num_edges());
+  }
+  const auto k = static_cast<double>(std::max<std::size_t>(1, batches.size()));
+  return {{"batches", batches.size()},
+          {"input_nodes", input / k},
+          {"layer1_dst", middle / k},
+          {"block_edges", {edges0 / k, edges1 / k}}};
+}
+
+/// The BLAS library this process has mapped (libtorch's matrix products run on it): the
+/// reference BLAS is several times slower than an optimised one.
+std::string mapped_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (fs::path(path).filename().string().find("blas") != std::string::npos) return path;
+  }
+  return "none found";
+}
+
+/// Best of `runs` (after one untimed run) of the recipe's model trained over `batches`
+/// on `threads` intra-op threads: forward, cross-entropy, backward and Adam step, nothing
+/// else. Seconds.
+double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_feats,
+                        std::int64_t classes, int threads, int runs) {
+  const distgraph::NodeClassificationOptions o;
+  const int threads_before = torch::get_num_threads();
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  distgraph::GraphSAGE model(distgraph::GraphSAGEOptions{.in_feats = in_feats,
+                                                         .hidden = hidden,
+                                                         .num_classes = classes,
+                                                         .num_layers = 2,
+                                                         .dropout = o.dropout,
+                                                         .input_dropout = o.input_dropout,
+                                                         .aggregator = o.aggregator});
+  model->train();
+  torch::optim::Adam adam(model->parameters(),
+                          torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = -1; r < runs; ++r) {
+    distgraph::Stopwatch clock;
+    for (const Prebuilt& b : batches) {
+      const auto loss = torch::cross_entropy_loss(model->forward(b.blocks, b.x), b.y);
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+    }
+    if (r >= 0) best = std::min(best, clock.seconds());
+  }
+  torch::set_num_threads(threads_before);
+  return best;
+}
+
+/// The timed epochs of a run (every row but the first) summed into one mean row.
+distgraph::EpochRow mean_row(const std::vector<distgraph::EpochRow>& rows) {
+  distgraph::EpochRow m;
+  double k = 0;
+  for (const auto& r : rows) {
+    if (r.epoch == rows.front().epoch) continue;
+    m.epoch_s += r.epoch_s;
+    m.sample_s += r.sample_s;
+    m.fetch_s += r.fetch_s;
+    m.compute_s += r.compute_s;
+    m.allreduce_s += r.allreduce_s;
+    m.loss = r.loss;
+    ++k;
+  }
+  for (double* x : {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s}) *x /= k;
+  return m;
+}
+
+/// What every figure shares.
+struct Bench {
+  Args args;
+  Reporter rep;
+  fs::path dataset_dir{}, config{};
+  nlohmann::json params{};
+  std::int64_t num_train = 0;
+  std::vector<std::pair<std::string, distgraph::EpochRow>> shares{};  ///< printed at the end
+};
+
+/// Adds figure `name` from the run's `rows` against `bound` seconds.
+void add_epoch_figure(Bench& bench, const std::string& name,
+                      const std::vector<distgraph::EpochRow>& rows, double bound,
+                      const std::string& bound_name, nlohmann::json params) {
+  const auto m = mean_row(rows);
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& r : rows) epochs.push_back(r.epoch_s);
+  params["epoch_s"] = epochs;
+  params["timed_epochs"] = bench.args.epochs;
+  params["sample_s"] = m.sample_s;
+  params["fetch_s"] = m.fetch_s;
+  params["compute_s"] = m.compute_s;
+  params["allreduce_s"] = m.allreduce_s;
+  params["wait_s"] = m.epoch_s - m.compute_s - m.allreduce_s;
+  params["shares"] = {{"sample", m.sample_s / m.epoch_s},
+                      {"fetch", m.fetch_s / m.epoch_s},
+                      {"compute", m.compute_s / m.epoch_s},
+                      {"allreduce", m.allreduce_s / m.epoch_s},
+                      {"wait", (m.epoch_s - m.compute_s - m.allreduce_s) / m.epoch_s}};
+  params["loss"] = m.loss;
+  bench.rep.add(Figure{.figure = name,
+                       .value = m.epoch_s,
+                       .unit = "s",
+                       .bound = bound,
+                       .bound_name = bound_name,
+                       .kind = Kind::time,
+                       .params = params});
+  bench.shares.emplace_back(name, m);
+}
+
+void sage_epoch_standalone(Bench& bench) {
+  distgraph::StandaloneCluster<> cluster(bench.config);
+  const distgraph::StandaloneGraph g = cluster.graph();
+  const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
+  distgraph::Stopwatch clock;
+  const auto batches = prebuilt_batches(g, train_all, 0, 1);
+  const double bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes,
+                                        torch::get_num_threads(), bench.args.runs);
+  bench.rep.note("standalone bound: " + std::to_string(batches.size()) + " batches, " +
+                 std::to_string(bound) + " s (made and timed in " +
+                 std::to_string(clock.seconds()) + " s)");
+  distgraph::NodeClassificationOptions o;
+  o.epochs = 1 + bench.args.epochs;
+  o.hidden = hidden;
+  o.fanouts = fanouts;
+  o.batch_size = batch_size;
+  std::vector<distgraph::EpochRow> rows;
+  clock.reset();
+  distgraph::train_node_classification(
+      g, o, {}, [&](const distgraph::EpochRow& r, distgraph::Metric) { rows.push_back(r); });
+  bench.rep.note("standalone run: " + std::to_string(o.epochs) + " epochs in " +
+                 std::to_string(clock.seconds()) + " s (the whole run)");
+  nlohmann::json params = bench.params;
+  params["mode"] = "standalone (StandaloneCluster, 2 METIS parts, in-process)";
+  params["threads"] = torch::get_num_threads();
+  params["batch"] = batch_sizes(batches);
+  add_epoch_figure(bench, "sage_epoch_standalone", rows, bound,
+                   "fwd+bwd_all_batches_t" + std::to_string(torch::get_num_threads()), params);
+}
+
+void sage_epoch_dist(Bench& bench) {
+  // Trainer 0's batches, on the threads `distgraph train` gives a trainer.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = std::max(1, cores / 2);
+  double bound = 0;
+  std::size_t num_batches = 0;
+  nlohmann::json sizes;
+  {
+    distgraph::StandaloneCluster<> cluster(bench.config);
+    const distgraph::StandaloneGraph g = cluster.graph();
+    const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
+    const auto batches = prebuilt_batches(g, train_all, 0, 2);
+    num_batches = batches.size();
+    sizes = batch_sizes(batches);
+    bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads,
+                             bench.args.runs);
+  }
+  bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
+                 std::to_string(bound) + " s on " + std::to_string(threads) + " thread(s)");
+  const fs::path run = bench.dataset_dir.parent_path() / "run";
+  const std::vector<std::string> argv = {bench.args.cli,
+                                         "train",
+                                         bench.dataset_dir.string(),
+                                         "--part-config",
+                                         bench.config.string(),
+                                         "--parts",
+                                         "2",
+                                         "--epochs",
+                                         std::to_string(1 + bench.args.epochs),
+                                         "--hidden",
+                                         std::to_string(hidden),
+                                         "--fanouts",
+                                         "10,25",
+                                         "--batch-size",
+                                         std::to_string(batch_size),
+                                         "--json",
+                                         "--out",
+                                         run.string()};
+  std::string command;
+  for (const auto& s : argv) command += (command.empty() ? "" : " ") + s;
+  bench.rep.note("running " + command);
+  std::vector<distgraph::EpochRow> rows;
+  nlohmann::json result;
+  distgraph::Stopwatch clock;
+  const int status = distgraph::bench::run_lines(argv, [&](const std::string& line) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return;
+    if (j.contains("epoch_s"))
+      rows.push_back({.epoch = j["epoch"].get<std::int64_t>(),
+                      .loss = j["loss"].get<double>(),
+                      .epoch_s = j["epoch_s"].get<double>(),
+                      .sample_s = j["sample_s"].get<double>(),
+                      .fetch_s = j["fetch_s"].get<double>(),
+                      .compute_s = j["compute_s"].get<double>(),
+                      .allreduce_s = j["allreduce_s"].get<double>()});
+    else if (j.contains("epoch_s_mean"))
+      result = j;
+  });
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      static_cast<std::int64_t>(rows.size()) != 1 + bench.args.epochs) {
+    throw std::runtime_error("`" + command + "` failed (wait status " + std::to_string(status) +
+                             ", " + std::to_string(rows.size()) + " epoch lines)");
+  }
+  bench.rep.note("dist run: " + std::to_string(rows.size()) + " epochs, whole command " +
+                 std::to_string(clock.seconds()) + " s; result " + result.dump());
+  nlohmann::json params = bench.params;
+  params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
+  params["trainer_threads"] = threads;
+  params["batch"] = sizes;
+  params["result"] = result;
+  add_epoch_figure(bench, "sage_epoch_dist", rows, bound,
+                   "fwd+bwd_trainer0_batches_t" + std::to_string(threads), params);
+}
+
+/// The shares of each figure's epoch, as a table (text mode; --json has them in params).
+void print_shares(const Bench& bench) {
+  if (bench.rep.json() || bench.shares.empty()) return;
+  std::printf(
+      "\nwhere an epoch goes (mean of the timed epochs; seconds, share of epoch_s; sample and "
+      "fetch\nrun on the prefetch thread, overlapping compute; wait = epoch - compute - "
+      "all-reduce)\n%-24s %9s %16s %16s %16s %16s %16s\n",
+      "figure", "epoch_s", "sample", "fetch", "compute", "all-reduce", "wait");
+  for (const auto& [name, m] : bench.shares) {
+    std::printf("%-24s %9.3f", name.c_str(), m.epoch_s);
+    const double wait = m.epoch_s - m.compute_s - m.allreduce_s;
+    for (const double x : {m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, wait})
+      std::printf(" %8.3f (%4.1f%%)", x, 100.0 * x / m.epoch_s);
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
+  const Args& args = bench.args;
+  const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
+      {"sage_epoch_standalone", sage_epoch_standalone},
+      {"sage_epoch_dist", sage_epoch_dist},
+  };
+  if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
+                                           [&](const auto& f) { return f.first == args.figure; })) {
+    std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
+    return 2;
+  }
+  if ((args.figure.empty() || args.figure == "sage_epoch_dist") && !fs::exists(args.cli)) {
+    std::fprintf(stderr, "bench_train: no distgraph program at %s (give --cli PATH)\n",
+                 args.cli.c_str());
+    return 2;
+  }
+
+  const TempDir tmp;
+  bench.rep.note("generating the R-MAT dataset ...");
+  distgraph::Stopwatch clock;
+  const distgraph::Dataset data = make_dataset(args);
+  bench.dataset_dir = tmp.path / data.name;
+  distgraph::write_dataset(bench.dataset_dir, data);
+  const double build_s = clock.seconds();
+  bench.rep.note("partitioning in 2 (METIS) ...");
+  clock.reset();
+  distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition",
+                               {.method = distgraph::PartMethod::metis, .seed = 0});
+  bench.config = tmp.path / "partition" / (data.name + ".json");
+  const double partition_s = clock.seconds();
+  bench.num_train = data.num_train();
+
+  const std::string blas = mapped_blas();
+  const std::string fan =
+      "[" + std::to_string(fanouts[0]) + ", " + std::to_string(fanouts[1]) + "]";
+  bench.rep.header(
+      {{"graph", "rmat(scale=" + std::to_string(args.scale) + ", edge_factor=" +
+                     std::to_string(args.edge_factor) + ", seed=1), symmetrized, simple"},
+       {"n", std::to_string(data.num_nodes)},
+       {"m", std::to_string(data.num_edges())},
+       {"features", std::to_string(args.feat_dim) + "-dim standard normal float32"},
+       {"classes", std::to_string(args.classes) + " uniform"},
+       {"split", std::to_string(bench.num_train) + " train (10%), no val or test set"},
+       {"model", "GraphSAGE-mean, 2 layers, hidden " + std::to_string(hidden) +
+                     ", dropout 0.5, Adam lr 0.01 wd 5e-4"},
+       {"loader",
+        "fanouts " + fan + ", batch " + std::to_string(batch_size) + ", 1 prefetch thread"},
+       {"partitions", "2, METIS (seed 0), made in " + std::to_string(partition_s) + " s"},
+       {"epochs", "1 warm-up + " + std::to_string(args.epochs) + " timed (mean)"},
+       {"bound", "forward+backward+Adam over epoch " + std::to_string(bound_epoch) +
+                     "'s prebuilt batches, best of " + std::to_string(args.runs)},
+       {"torch_threads", std::to_string(torch::get_num_threads())},
+       {"dataset_seconds", std::to_string(build_s)},
+       {"cli", args.cli},
+       {"blas", blas}});
+  bench.params = {{"scale", args.scale},
+                  {"edge_factor", args.edge_factor},
+                  {"n", data.num_nodes},
+                  {"m", data.num_edges()},
+                  {"feat_dim", args.feat_dim},
+                  {"classes", args.classes},
+                  {"train_nodes", bench.num_train},
+                  {"hidden", hidden},
+                  {"fanouts", fanouts},
+                  {"batch_size", batch_size},
+                  {"parts", 2},
+                  {"bound_epoch", bound_epoch},
+                  {"blas", blas}};
+  try {
+    for (const auto& [name, run] : figures)
+      if (args.figure.empty() || args.figure == name) run(bench);
+  } catch (const std::exception& e) {  // return, so that the temporary folder goes
+    std::fprintf(stderr, "bench_train: %s\n", e.what());
+    return 1;
+  }
+  print_shares(bench);
+  return 0;
+}
