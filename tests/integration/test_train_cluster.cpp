@@ -240,6 +240,35 @@ TEST_CASE("learned node embeddings replace features, on the servers, and resume 
                        1, "embedding_dim");
 }
 
+TEST_CASE("distgraph train --task link learns to score held-out edges (ROC-AUC)",
+          "[train][integration][link]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path data = tmp.path() / "sbm";
+  distgraph::write_dataset(
+      data,
+      distgraph::sbm_dataset({.num_nodes = 1500, .num_classes = 4, .avg_degree = 8, .seed = 3}));
+  const fs::path out = tmp.path() / "run";
+  const Run r = train({data.string(), "--task", "link", "--epochs", "6", "--batch-size", "200",
+                       "--json", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto result = read_json(out / "result.json");
+  CHECK(result["metric"] == "roc_auc");
+  CHECK(result["mode"] == "distributed");
+  CHECK(result["trainers"] == 2);
+  CHECK(result["epochs"] == 6);
+  // 80% of edges join nodes of one class (of 4), whose features share a centroid. Even a
+  // scorer that knew every class would rank a positive above a negative only about
+  // 0.5 + 0.5 * (0.8 - 0.25) = 0.78 of the time; chance is 0.5.
+  CHECK(result["test"].get<double>() > 0.65);
+  CHECK(result["val"].get<double>() > 0.65);
+  const auto lines = json_lines(r.output);
+  REQUIRE(lines.size() == 7);
+  CHECK(lines[5]["loss"].get<double>() < lines[0]["loss"].get<double>());
+  check_one_line_error(train({"--task", "edges", "--out", out.string()}), 2, "task 'edges'");
+}
+
 TEST_CASE("distgraph train rejects bad input with one line and leaves --out untouched",
           "[train][integration][bad_input]") {
   REQUIRE_TRAIN();

@@ -25,6 +25,7 @@
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
 #include "distgraph/train/allreduce.hpp"
+#include "distgraph/train/link_prediction.hpp"
 #include "distgraph/train/node_classification.hpp"
 
 namespace distgraph::cli {
@@ -112,6 +113,10 @@ NodeClassificationOptions recipe_from(const Args& a) {
   else
     throw UsageError("train: unknown aggregator '" + agg + "'; expected mean, gcn or pool");
   o.embedding_dim = a.get_int("embedding-dim", 0, 0, 1 << 16);
+  if (const auto t = a.get_or("task", "node"); t != "node" && t != "link")
+    throw UsageError("train: unknown task '" + t + "'; expected node or link");
+  if (a.get_or("task", "node") == "link" && o.embedding_dim > 0)
+    throw UsageError("train: --embedding-dim is for --task node");
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -133,16 +138,16 @@ nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
 /// line otherwise.
-EpochCallback epoch_printer(bool json, std::int64_t epochs, const std::string& prefix) {
+EpochCallback epoch_printer(bool json, std::int64_t epochs) {
   const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
-  return [json, epochs, tty, prefix](const EpochRow& r, Metric m) {
+  return [json, epochs, tty](const EpochRow& r, Metric m) {
     if (json) {
       std::printf("%s\n", epoch_json(r, to_string(m)).dump().c_str());
     } else {
       std::printf(
-          "%s%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
+          "%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
           "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f)%s",
-          tty ? "\r\033[K" : "", prefix.c_str(), static_cast<long long>(r.epoch + 1),
+          tty ? "\r\033[K" : "", static_cast<long long>(r.epoch + 1),
           static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, r.val_metric,
           r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
           tty && r.epoch + 1 < epochs ? "" : "\n");
@@ -180,6 +185,35 @@ int trainer_threads(const Environment& env) {
   return std::max(1, cores / std::max(1, local_machines * std::max(1, env.num_trainers)));
 }
 
+/// Runs the task `--task` names on `g` (collective over `group`).
+template <class Graph>
+NodeClassificationResult run_task(const Args& a, const Graph& g,
+                                  const NodeClassificationOptions& recipe,
+                                  c10::intrusive_ptr<c10d::ProcessGroup> group, bool report) {
+  const auto task = a.get_or("task", "node");
+  if (task == "node")
+    return train_node_classification(
+        g, recipe, group, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
+  LinkPredictionOptions lp;
+  if (a.has("epochs")) lp.epochs = recipe.epochs;
+  lp.hidden = recipe.hidden;
+  lp.fanouts = recipe.fanouts;
+  lp.batch_size = recipe.batch_size;
+  lp.num_negatives = a.get_int("negatives", lp.num_negatives, 1, 1000);
+  lp.lr = recipe.lr;
+  lp.weight_decay = a.get_double("weight-decay", lp.weight_decay, 0, 100);
+  lp.dropout = a.get_double("dropout", lp.dropout, 0, 0.99);
+  lp.aggregator = recipe.aggregator;
+  lp.seed = recipe.seed;
+  lp.device = recipe.device;
+  lp.num_prefetch_threads = recipe.num_prefetch_threads;
+  lp.out = recipe.out;
+  lp.resume = recipe.resume;
+  lp.collective_timeout = recipe.collective_timeout;
+  return train_link_prediction(g, lp, group,
+                               report ? epoch_printer(a.has("json"), lp.epochs) : EpochCallback{});
+}
+
 /// The trainer role (started by `distgraph launch`): connect, train, report.
 int run_trainer_role(const Args& args) {
   const NodeClassificationOptions recipe = recipe_from(args);
@@ -194,8 +228,7 @@ int run_trainer_role(const Args& args) {
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;
   if (rank0) fs::create_directories(recipe.out);
-  const auto res = train_node_classification(
-      g, recipe, group, rank0 ? epoch_printer(json, recipe.epochs, "") : EpochCallback{});
+  const auto res = run_task(args, g, recipe, group, rank0);
   if (rank0) print_result(result_json(res), json);
   return 0;
 }
@@ -278,6 +311,8 @@ int run_train(std::vector<std::string> argv) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("task", "node (classification, default) or link (prediction, ROC-AUC)")
+      .option("negatives", "link prediction: uniform negatives per positive edge (default 1)")
       .option("embedding-dim",
               "learn a DistEmbedding of this width per node as the input instead of the "
               "features (default 0: features; graphs without features get --hidden)")
@@ -339,8 +374,7 @@ int run_train(std::vector<std::string> argv) {
     InitOptions io;
     io.part_config = config;
     Context ctx = make_context(Environment{}, io);
-    const auto res =
-        train_node_classification(ctx.graph(), recipe, {}, epoch_printer(json, recipe.epochs, ""));
+    const auto res = run_task(args, ctx.graph(), recipe, {}, true);
     print_result(result_json(res), json);
     return 0;
   }

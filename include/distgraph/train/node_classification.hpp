@@ -108,7 +108,10 @@ class MaybeLoader {
     if (loader_) loader_->begin_epoch(e);
   }
   std::int64_t num_batches() const { return loader_ ? loader_->num_batches() : 0; }
-  std::optional<NodeBatch> next() { return loader_ ? loader_->next() : std::nullopt; }
+  auto next() -> decltype(std::declval<Loader&>().next()) {
+    if (loader_) return loader_->next();
+    return std::nullopt;
+  }
 
  private:
   std::optional<Loader> loader_;
@@ -203,6 +206,50 @@ std::vector<std::pair<std::string, torch::Tensor>> pull_tables(
     out.emplace_back(name, pull_all(DistTensor<float, typename Graph::client_type>::open(
                                g.client_ptr(), name, RowKind::node)));
   return out;
+}
+
+/// Rank 0 reads the checkpoint at `path`; its bytes reach every trainer of `group`; each
+/// checks that it was written for `identity` (CheckpointError naming the first field that
+/// differs). Returns the bytes and the checkpoint's meta. Collective.
+inline std::pair<std::string, nlohmann::json> read_checkpoint_for(
+    const std::filesystem::path& path, const nlohmann::json& identity, std::int32_t rank,
+    c10d::ProcessGroup* group, std::chrono::milliseconds timeout) {
+  std::string bytes;
+  if (rank == 0) bytes = read_checkpoint_file(path);
+  if (group != nullptr) bytes = broadcast_bytes(*group, std::move(bytes), 0, timeout);
+  auto meta = checkpoint_meta(bytes, path.string());
+  for (const auto& [key, want] : identity.items()) {
+    const auto have =
+        meta.contains("run") ? meta["run"].value(key, nlohmann::json()) : nlohmann::json();
+    if (have != want)
+      throw CheckpointError(path.string(), "written for " + key + " = " + have.dump() +
+                                               "; this run has " + want.dump() +
+                                               " (another model, dataset or recipe)");
+  }
+  return {std::move(bytes), std::move(meta)};
+}
+
+/// The rows of `out`/metrics.csv before epoch `start` (a resumed run's history).
+inline std::vector<EpochRow> logged_rows(const std::filesystem::path& out, std::int64_t start) {
+  std::vector<EpochRow> rows;
+  if (std::filesystem::exists(out / "metrics.csv")) rows = read_metrics_csv(out / "metrics.csv");
+  std::erase_if(rows, [&](const EpochRow& r) { return r.epoch >= start; });
+  return rows;
+}
+
+/// Fills in the run-wide fields of `res` (epochs, mean epoch time of this process's
+/// epochs, mode, partitions, trainers, seed); rank 0 publishes result.json in o.out.
+template <class Graph, class Options>
+void finish_result(NodeClassificationResult& res, const Graph& g, const Options& o,
+                   std::int64_t start, double epoch_s_sum, std::int32_t rank, std::int32_t world) {
+  res.epochs = std::max(o.epochs, start);
+  const std::int64_t ran = std::max<std::int64_t>(o.epochs - start, 0);
+  res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
+  res.mode = g.client().layout().machine_id < 0 ? "standalone" : "distributed";
+  res.parts = g.book().num_partitions();
+  res.trainers = world;
+  res.seed = o.seed;
+  if (rank == 0 && !o.out.empty()) write_result(o.out, result_json(res));
 }
 
 inline void check_options(const NodeClassificationOptions& o) {
@@ -342,18 +389,8 @@ NodeClassificationResult train_node_classification(
   const auto ckpt_path = o.out / "checkpoint.pt";
   std::int64_t start = 0;
   if (o.resume) {
-    std::string bytes;
-    if (rank == 0) bytes = read_checkpoint_file(ckpt_path);
-    if (group) bytes = broadcast_bytes(*group, std::move(bytes), 0, o.collective_timeout);
-    const auto meta = checkpoint_meta(bytes, ckpt_path.string());
-    for (const auto& [key, want] : identity.items())
-      if (!meta.contains("run") || meta["run"].value(key, nlohmann::json()) != want)
-        throw CheckpointError(
-            ckpt_path.string(),
-            "written for " + key + " = " +
-                (meta.contains("run") ? meta["run"].value(key, nlohmann::json()).dump()
-                                      : std::string("?")) +
-                "; this run has " + want.dump() + " (another model, dataset or recipe)");
+    const auto [bytes, meta] =
+        detail::read_checkpoint_for(ckpt_path, identity, rank, group.get(), o.collective_timeout);
     load_checkpoint(bytes, ckpt_path.string(), *trainer.model(), trainer.optimizer());
     for (const auto& [name, cols] : emb_tables) {
       // Collective: every trainer makes sure the table exists; rank 0 writes it back.
@@ -363,11 +400,7 @@ NodeClassificationResult train_node_classification(
     if (emb) g.client().barrier("distgraph:resume " + o.embedding_name);
     start = meta.value("epochs_done", std::int64_t{0});
     res.resumed_from = start;
-    if (rank == 0) {
-      const auto csv = o.out / "metrics.csv";
-      if (std::filesystem::exists(csv)) res.rows = read_metrics_csv(csv);
-      std::erase_if(res.rows, [&](const EpochRow& r) { return r.epoch >= start; });
-    }
+    if (rank == 0) res.rows = detail::logged_rows(o.out, start);
   }
 
   if (rank == 0 && !o.out.empty()) std::filesystem::create_directories(o.out);
@@ -406,14 +439,7 @@ NodeClassificationResult train_node_classification(
   res.metric = metric;
   res.val = val;
   res.test = trainer.evaluate(test_loader, o.epochs, metric).value;
-  res.epochs = std::max(o.epochs, start);
-  const std::int64_t ran = std::max<std::int64_t>(o.epochs - start, 0);
-  res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
-  res.mode = g.client().layout().machine_id < 0 ? "standalone" : "distributed";
-  res.parts = g.book().num_partitions();
-  res.trainers = world;
-  res.seed = o.seed;
-  if (rank == 0 && !o.out.empty()) write_result(o.out, result_json(res));
+  detail::finish_result(res, g, o, start, epoch_s_sum, rank, world);
   return res;
 }
 

@@ -253,6 +253,39 @@ class Trainer {
     return acc.reduce(group_.get(), metric, options_.all_reduce.timeout);
   }
 
+  /// The model's output for `batch` (its blocks are moved out): for tasks with their own
+  /// loss, e.g. link prediction. `train` selects training mode (dropout on) or eval mode
+  /// (no autograd graph is kept by the caller's NoGradGuard). Not for input embeddings.
+  template <class Batch>
+  torch::Tensor forward(Batch& batch, bool train) {
+    if (embedding_) throw InvalidArgument("Trainer::forward: input embeddings need train_epoch");
+    train ? model_->train() : model_->eval();
+    const torch::Tensor x = features_of(batch);
+    return model_->forward(block_tensors(std::move(batch.blocks), options_.device), x);
+  }
+
+  /// One optimisation step on `loss` (computed from forward()): zero the gradients,
+  /// backward, average them over the group, Adam step. Returns the all-reduce's seconds.
+  /// Collective with a group.
+  double step(const torch::Tensor& loss) {
+    optimizer_->zero_grad();
+    loss.backward();
+    double allreduce_s = 0;
+    if (reducer_) {
+      Stopwatch clock;
+      reducer_->all_reduce_gradients();
+      allreduce_s = clock.seconds();
+    }
+    optimizer_->step();
+    return allreduce_s;
+  }
+
+  /// The group (null for a single trainer) and the collective timeout.
+  c10d::ProcessGroup* group() const noexcept { return group_.get(); }
+  std::chrono::milliseconds collective_timeout() const noexcept {
+    return options_.all_reduce.timeout;
+  }
+
   /// Uses `e`'s rows as the model's input instead of the batches' features (the model's
   /// input width must be e.dim); the batches must carry `input_nodes`.
   void set_input_embedding(InputEmbedding e) { embedding_ = std::move(e); }
