@@ -10,17 +10,9 @@
 #include "cli.hpp"
 #include "distgraph/runtime/copy.hpp"
 #include "distgraph/runtime/launcher.hpp"
+#include "run_command.hpp"
 
 namespace distgraph::cli {
-
-namespace {
-std::string self_program() {
-  char buf[PATH_MAX];
-  const auto n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "distgraph";
-  return std::string(buf, static_cast<std::size_t>(n));
-}
-}  // namespace
 
 int run_launch(std::vector<std::string> argv) {
   // Everything after "--" is the trainer program, untouched by our parser.

@@ -27,6 +27,7 @@
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/link_prediction.hpp"
 #include "distgraph/train/node_classification.hpp"
+#include "run_command.hpp"
 
 namespace distgraph::cli {
 
@@ -39,13 +40,6 @@ constexpr const char* usage =
     "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
     "                [--lr X] [--dropout X] [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
     "                [--out DIR] [--resume] [--json]";
-
-std::string self_program() {
-  char buf[PATH_MAX];
-  const auto n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "distgraph";
-  return std::string(buf, static_cast<std::size_t>(n));
-}
 
 std::vector<std::int64_t> parse_fanouts(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -371,6 +365,8 @@ int run_train(std::vector<std::string> argv) {
   const std::int64_t num_parts = read_partition_config(config).num_parts;
 
   if (standalone) {
+    // libtorch may default to one intra-op thread; a standalone run owns the machine.
+    torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     InitOptions io;
     io.part_config = config;
     Context ctx = make_context(Environment{}, io);
@@ -397,8 +393,8 @@ int run_train(std::vector<std::string> argv) {
   lo.servers = servers;
   lo.trainers = trainers;
   lo.secret_file = secret;
-  lo.distgraph_program = self_program();
-  lo.program = {lo.distgraph_program, "train"};
+  lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
+  lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);
   lo.program.insert(lo.program.end(), {"--out", out.string()});
   const auto started = fs::file_time_type::clock::now();

@@ -1,5 +1,9 @@
 // distgraph: the command-line face of the library, one subcommand per workflow step.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <utility>
@@ -7,17 +11,24 @@
 
 #include "cli.hpp"
 #include "distgraph/core/error.hpp"
+#include "run_command.hpp"
 
 namespace {
 
-#ifndef DISTGRAPH_CLI_TRAIN
-int train_unavailable(std::vector<std::string>) {
+/// `distgraph train` runs the separate `distgraph-train` program beside this one: only it
+/// links libtorch, so servers and the other subcommands start without loading it.
+int exec_train(std::vector<std::string> args) {
+  const std::string train = distgraph::cli::sibling_program("distgraph-train");
+  std::vector<char*> argv{const_cast<char*>(train.c_str())};
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(train.c_str(), argv.data());
   std::fprintf(stderr,
-               "distgraph train: this distgraph was built without libtorch (install "
-               "libtorch-dev and rebuild)\n");
+               "distgraph train: cannot run %s (%s); it is built with libtorch: install "
+               "libtorch-dev and rebuild\n",
+               train.c_str(), std::strerror(errno));
   return 1;
 }
-#endif
 
 struct Subcommand {
   const char* name;
@@ -36,12 +47,8 @@ const Subcommand subcommands[] = {
      "start servers and trainers on every machine of an ip config; stop them all at the end"},
     {"copy", distgraph::cli::run_copy,
      "copy each remote machine's partition files into its workspace (ssh + rsync)"},
-#ifdef DISTGRAPH_CLI_TRAIN
-    {"train", distgraph::cli::run_train,
+    {"train", exec_train,
      "train GraphSAGE on a dataset (the main job): standalone or on a loopback cluster"},
-#else
-    {"train", train_unavailable, "train GraphSAGE (needs a build with libtorch)"},
-#endif
 };
 
 void print_usage() {
@@ -63,20 +70,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& s : subcommands) {
     if (name != s.name) continue;
-    std::vector<std::string> args(argv + 2, argv + argc);
-    // One-line errors and distinct exit codes: 2 for usage, 1 for everything else.
-    try {
-      return s.run(std::move(args));
-    } catch (const distgraph::cli::UsageError& e) {
-      std::fprintf(stderr, "distgraph %s\n", e.what());
-      return 2;
-    } catch (const distgraph::Error& e) {
-      std::fprintf(stderr, "distgraph %s: %s\n", s.name, e.what());
-      return 1;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "distgraph %s: unexpected error: %s\n", s.name, e.what());
-      return 1;
-    }
+    return distgraph::cli::run_command(s.name, s.run,
+                                       std::vector<std::string>(argv + 2, argv + argc));
   }
   std::fprintf(stderr, "distgraph: unknown command '%s' (see distgraph --help)\n", name.c_str());
   return 2;
