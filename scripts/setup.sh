@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev
   catch2 libbenchmark-dev
   libtorch-dev libgloo-dev
+  libopenblas0-pthread
   python3-numpy
 )
 

@@ -1,6 +1,7 @@
 // `distgraph train`: the main job. Without a role in the environment it prepares a run
 // (dataset, partition, loopback cluster) and either trains in this process (--standalone)
 // or launches servers and trainers that run this same subcommand in the trainer role.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <torch/cuda.h>
@@ -166,6 +167,16 @@ void print_result(const nlohmann::json& result, bool json) {
   std::fflush(stdout);
 }
 
+/// Sets libtorch's intra-op threads and, when libtorch's BLAS is OpenBLAS (Debian's
+/// libblas.so.3 alternative), OpenBLAS's own pool to match, so trainers sharing a
+/// computer do not oversubscribe its cores.
+void set_threads(int n) {
+  torch::set_num_threads(n);
+  using SetThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    f(n);
+}
+
 /// Intra-op threads for one trainer: the cores shared by the trainers on this computer.
 int trainer_threads(const Environment& env) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -217,7 +228,7 @@ int run_trainer_role(const Args& args) {
   // Which process is which, for whoever must find or stop one.
   std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
                static_cast<int>(::getpid()), ctx.machine_id());
-  torch::set_num_threads(trainer_threads(ctx.environment()));
+  set_threads(trainer_threads(ctx.environment()));
   const auto group = trainer_group_from_env(recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;
@@ -366,7 +377,7 @@ int run_train(std::vector<std::string> argv) {
 
   if (standalone) {
     // libtorch may default to one intra-op thread; a standalone run owns the machine.
-    torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     InitOptions io;
     io.part_config = config;
     Context ctx = make_context(Environment{}, io);
