@@ -37,9 +37,9 @@ struct Fixture {
       const Partition part = load_partition(config, p);
       for (std::int64_t v = 0; v < part.num_inner_nodes; ++v) {
         const auto g = part.nid[static_cast<std::size_t>(v)],
-                   o = part.orig_nid[static_cast<std::size_t>(v)];
-        orig_of[static_cast<std::size_t>(g)] = o;
-        global_of[static_cast<std::size_t>(o)] = g;
+                   orig = part.orig_nid[static_cast<std::size_t>(v)];
+        orig_of[static_cast<std::size_t>(g)] = orig;
+        global_of[static_cast<std::size_t>(orig)] = g;
       }
     }
   }
@@ -106,7 +106,7 @@ TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and 
   const Frontier other = g.sample_neighbors(seeds, 4, SampleKey{.seed = 1, .epoch = 3});
   CHECK(other.eid != fr.eid);
   // Full neighbourhood and -1.
-  const Frontier full = g.sample_neighbors(seeds, -1, key, {.kind = SamplerKind::full});
+  const Frontier full = g.sample_neighbors(seeds, -1, key, {.kind = SamplerKind::full, .prob = ""});
   std::int64_t total = 0;
   for (auto s : seeds) total += f.graph.in.degree(f.orig_of[static_cast<std::size_t>(s)]);
   CHECK(static_cast<std::int64_t>(full.eid.size()) == total);

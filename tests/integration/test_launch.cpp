@@ -175,7 +175,9 @@ TEST_CASE("launch refuses bad configurations with a message naming the problem",
     a.release();
     b.release();
     c.release();
-    ChildProcess l(job.launch(1, 1, {"/bin/true"}));
+    // The trainer outlives the failing server: a trainer that exited at once would have
+    // the launcher stop the servers, racing the one about to report the mismatch.
+    ChildProcess l(job.launch(1, 1, {"/bin/sleep", "60"}));
     const auto st = l.wait(60s);
     REQUIRE(st.has_value());
     CHECK(WEXITSTATUS(*st) == 1);

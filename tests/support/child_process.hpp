@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -79,9 +80,13 @@ class ChildProcess {
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return std::nullopt;
+      // Poll even when no time is left: output already in the pipe (a process that just
+      // exited) must still be read.
       pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      if (::poll(&p, 1, static_cast<int>(std::max<long long>(left.count(), 0))) <= 0) {
+        if (left.count() <= 0) return std::nullopt;
+        continue;
+      }
       char chunk[4096];
       const auto n = ::read(out_, chunk, sizeof chunk);
       if (n <= 0) {

@@ -265,4 +265,11 @@ TEST_CASE("the dropout mask keeps 1 - p of the values, scaled, reproducibly unde
   CHECK(torch::equal(a, distgraph::detail::dropout_mask({300, 1000}, 0.3, torch::kFloat)));
   CHECK_FALSE(torch::equal(a, distgraph::detail::dropout_mask({300, 1000}, 0.3, torch::kFloat)));
   CHECK(distgraph::detail::dropout_mask({4}, 0.5, torch::kDouble).scalar_type() == torch::kDouble);
+  // Four values share one hash: neighbours must still be independent (0.7^2 kept together),
+  // and a size that is not a multiple of four is filled to its end.
+  const auto flat = (a.reshape({-1}) > 0).to(torch::kDouble);
+  const double both = (flat.slice(0, 0, -1) * flat.slice(0, 1)).mean().item<double>();
+  CHECK(both == Approx(0.49).margin(0.01));
+  const auto odd = distgraph::detail::dropout_mask({5, 3}, 0.5, torch::kFloat);
+  CHECK(((odd == 0) | (odd == 2)).all().item<bool>());
 }
