@@ -231,17 +231,16 @@ int run_trainer_role(const Args& args) {
   set_threads(trainer_threads(ctx.environment()));
   const auto group = trainer_group_from_env(recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
-  const bool rank0 = ctx.rank() == 0;
-  if (rank0) fs::create_directories(recipe.out);
+  const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
   const auto res = run_task(args, g, recipe, group, rank0);
   if (rank0) print_result(result_json(res), json);
   return 0;
 }
 
-/// Throws PartitionError unless partition config `config` holds `d` (its node count and
+/// Partition config `config`, read; PartitionError unless it holds `d` (its node count and
 /// feature width; edges may differ by the duplicates and self-loops the builder drops).
-void check_partition_matches(const fs::path& config, const Dataset& d) {
-  const PartitionConfig c = read_partition_config(config);
+PartitionConfig matching_partition(const fs::path& config, const Dataset& d) {
+  PartitionConfig c = read_partition_config(config);
   const auto mismatch = [&](const std::string& what, std::int64_t have, std::int64_t want) {
     throw PartitionError(config.string() + " does not match the dataset '" + d.name + "': " + what +
                          " " + std::to_string(have) + " in the partition, " + std::to_string(want) +
@@ -252,6 +251,7 @@ void check_partition_matches(const fs::path& config, const Dataset& d) {
   for (const auto& f : c.node_feats)
     if (f.name == "feat" && f.shape.size() == 2) feat_cols = f.shape[1];
   if (feat_cols != d.feat_dim) mismatch("feature columns", feat_cols, d.feat_dim);
+  return c;
 }
 
 /// A port p with p .. p + count - 1 free on 127.0.0.1 (none in `taken`).
@@ -349,18 +349,18 @@ int run_train(std::vector<std::string> argv) {
   // unless a partition is given or reusable.
   const Dataset data =
       args.positional().empty() ? sbm_dataset() : load_dataset(args.positional()[0]);
-  fs::create_directories(out);
   fs::path config;
+  std::int64_t num_parts = parts;
   if (const auto pc = args.get("part-config")) {
     config = fs::absolute(*pc);
-    check_partition_matches(config, data);
+    num_parts = matching_partition(config, data).num_parts;
+    fs::create_directories(out);
   } else {
     config = out / "partition" / (data.name + ".json");
     bool reuse = false;
     if (fs::exists(config)) {
       try {
-        check_partition_matches(config, data);
-        reuse = read_partition_config(config).num_parts == parts;
+        reuse = matching_partition(config, data).num_parts == parts;
       } catch (const Error&) {
       }
     }
@@ -369,11 +369,11 @@ int run_train(std::vector<std::string> argv) {
         throw CheckpointError((out / "checkpoint.pt").string(),
                               "its run's partition " + config.string() +
                                   " is missing or does not match this dataset and --parts");
+      fs::create_directories(out);
       partition_dataset(data, data.name, parts, out / "partition",
                         {.method = PartMethod::metis, .seed = recipe.seed});
     }
   }
-  const std::int64_t num_parts = read_partition_config(config).num_parts;
 
   if (standalone) {
     // libtorch may default to one intra-op thread; a standalone run owns the machine.

@@ -47,63 +47,65 @@ inline std::string checkpoint_bytes(
   return std::move(out).str();
 }
 
-/// The `meta` of checkpoint bytes, without touching a model. Throws CheckpointError
-/// naming `path` when the bytes are not a checkpoint.
-inline nlohmann::json checkpoint_meta(const std::string& bytes, const std::string& path) {
-  try {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    c10::IValue meta;
-    if (!archive.try_read("meta", meta) || !meta.isString())
-      throw CheckpointError(path, "no run description (not a distgraph checkpoint)");
-    return nlohmann::json::parse(meta.toStringRef());
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    throw CheckpointError(path, "unreadable: " + msg);
+/// Checkpoint bytes, parsed once: the run description, the model and optimizer state,
+/// and the extra tensors. Every accessor throws CheckpointError naming `path`.
+class CheckpointReader {
+ public:
+  CheckpointReader(const std::string& bytes, std::string path) : path_(std::move(path)) {
+    guarded("unreadable", [&] {
+      std::istringstream in(bytes);
+      archive_.load_from(in);
+      c10::IValue meta;
+      if (!archive_.try_read("meta", meta) || !meta.isString())
+        throw CheckpointError(path_, "no run description (not a distgraph checkpoint)");
+      meta_ = nlohmann::json::parse(meta.toStringRef());
+    });
   }
-}
 
-/// Loads parameters and optimizer state from checkpoint bytes into `model` and
-/// `optimizer`, which must have the shapes the checkpoint was written with (compare the
-/// meta first). Throws CheckpointError naming `path`.
-inline void load_checkpoint(const std::string& bytes, const std::string& path,
-                            torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
-  try {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive, model_ar, optim_ar;
-    archive.load_from(in);
-    if (!archive.try_read("model", model_ar) || !archive.try_read("optimizer", optim_ar))
-      throw CheckpointError(path, "no model or optimizer state");
-    model.load(model_ar);
-    optimizer.load(optim_ar);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    throw CheckpointError(path, "does not fit this model: " + msg);
-  }
-}
+  const std::string& path() const noexcept { return path_; }
+  /// The run description and progress written by checkpoint_bytes.
+  const nlohmann::json& meta() const noexcept { return meta_; }
 
-/// Extra tensor `name` of checkpoint bytes (see checkpoint_bytes). Throws CheckpointError
-/// naming `path` and the tensor when it is absent.
-inline torch::Tensor checkpoint_tensor(const std::string& bytes, const std::string& path,
-                                       const std::string& name) {
-  std::istringstream in(bytes);
-  torch::serialize::InputArchive archive;
-  torch::Tensor t;
-  try {
-    archive.load_from(in);
-    if (archive.try_read("tensors/" + name, t)) return t;
-  } catch (const std::exception& e) {
-    throw CheckpointError(path, std::string("unreadable: ") + e.what());
+  /// Loads parameters and optimizer state into `model` and `optimizer`, which must have
+  /// the shapes the checkpoint was written with (compare the meta first).
+  void load(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+    guarded("does not fit this model", [&] {
+      torch::serialize::InputArchive model_ar, optim_ar;
+      if (!archive_.try_read("model", model_ar) || !archive_.try_read("optimizer", optim_ar))
+        throw CheckpointError(path_, "no model or optimizer state");
+      model.load(model_ar);
+      optimizer.load(optim_ar);
+    });
   }
-  throw CheckpointError(path, "has no tensor '" + name + "'");
-}
+
+  /// Extra tensor `name` (see checkpoint_bytes).
+  torch::Tensor tensor(const std::string& name) {
+    torch::Tensor t;
+    bool found = false;
+    guarded("unreadable", [&] { found = archive_.try_read("tensors/" + name, t); });
+    if (!found) throw CheckpointError(path_, "has no tensor '" + name + "'");
+    return t;
+  }
+
+ private:
+  /// Runs `f`, turning torch's exceptions into a one-line CheckpointError.
+  template <class F>
+  void guarded(const char* what, F&& f) {
+    try {
+      f();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+      throw CheckpointError(path_, std::string(what) + ": " + msg);
+    }
+  }
+
+  std::string path_;
+  torch::serialize::InputArchive archive_;
+  nlohmann::json meta_;
+};
 
 /// Writes `bytes` to `path` atomically (a temporary file renamed over it), so a run killed
 /// mid-write leaves the previous checkpoint intact.

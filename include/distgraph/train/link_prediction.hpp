@@ -188,27 +188,11 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
     return acc.reduce(trainer.group(), Metric::roc_auc, o.collective_timeout).value;
   };
 
-  const nlohmann::json identity = {
-      {"task", "link_prediction"},
-      {"model", "graphsage"},
-      {"aggregator", to_string(o.aggregator)},
-      {"num_layers", static_cast<std::int64_t>(o.fanouts.size())},
-      {"hidden", o.hidden},
-      {"in_feats", res.feat_dim},
-      {"num_nodes", g.num_nodes()},
-      {"num_edges", g.num_edges()},
-      {"seed", o.seed},
-  };
-  const auto ckpt_path = o.out / "checkpoint.pt";
-  std::int64_t start = 0;
-  if (o.resume) {
-    const auto [bytes, meta] =
-        detail::read_checkpoint_for(ckpt_path, identity, rank, group.get(), o.collective_timeout);
-    load_checkpoint(bytes, ckpt_path.string(), *trainer.model(), trainer.optimizer());
-    start = meta.value("epochs_done", std::int64_t{0});
-    res.resumed_from = start;
-    if (rank == 0) res.rows = detail::logged_rows(o.out, start);
-  }
+  const auto identity =
+      detail::run_identity("link_prediction", g, o.aggregator, o.fanouts.size(), o.hidden,
+                           res.feat_dim, o.seed, nlohmann::json::object());
+  if (o.resume) detail::resume_run(trainer, identity, o.out, rank, res);
+  const std::int64_t start = res.resumed_from;
   if (rank == 0 && !o.out.empty()) std::filesystem::create_directories(o.out);
 
   double val = 0, epoch_s_sum = 0;
@@ -216,11 +200,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
     torch::manual_seed(detail::epoch_torch_seed(o.seed, e, rank));
     Stopwatch epoch_clock;
     EpochRow row{.epoch = e};
-    const auto expected = train_loader.num_batches();
-    if (group) {
-      const auto [fewest, most] = all_reduce_min_max(*group, expected, o.collective_timeout);
-      if (fewest != most) throw BatchCountMismatch(rank, expected, fewest, most);
-    }
+    trainer.check_batch_count(train_loader.num_batches());
     detail::MetricAccumulator acc;
     double loss_sum = 0, pairs = 0;
     train_loader.begin_epoch(e);
@@ -248,15 +228,10 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
     val = evaluate(val_loader, e);
     row.val_metric = val;
     epoch_s_sum += row.epoch_s;
-    if (rank != 0) continue;
-    res.rows.push_back(row);
-    if (!o.out.empty()) {
-      write_run_log(o.out, res.rows, "roc_auc");
-      write_checkpoint_file(ckpt_path,
-                            checkpoint_bytes(*trainer.model(), trainer.optimizer(),
-                                             {{"run", identity}, {"epochs_done", e + 1}}));
-    }
-    if (on_epoch) on_epoch(row, Metric::roc_auc);
+    if (rank == 0)
+      detail::publish_epoch(
+          res, row, Metric::roc_auc, o.out, trainer, identity,
+          [] { return std::vector<std::pair<std::string, torch::Tensor>>{}; }, on_epoch);
   }
   if (start >= o.epochs) val = evaluate(val_loader, o.epochs);
   res.metric = Metric::roc_auc;

@@ -210,14 +210,16 @@ std::vector<std::pair<std::string, torch::Tensor>> pull_tables(
 
 /// Rank 0 reads the checkpoint at `path`; its bytes reach every trainer of `group`; each
 /// checks that it was written for `identity` (CheckpointError naming the first field that
-/// differs). Returns the bytes and the checkpoint's meta. Collective.
-inline std::pair<std::string, nlohmann::json> read_checkpoint_for(
-    const std::filesystem::path& path, const nlohmann::json& identity, std::int32_t rank,
-    c10d::ProcessGroup* group, std::chrono::milliseconds timeout) {
+/// differs). Collective.
+inline CheckpointReader read_checkpoint_for(const std::filesystem::path& path,
+                                            const nlohmann::json& identity, std::int32_t rank,
+                                            c10d::ProcessGroup* group,
+                                            std::chrono::milliseconds timeout) {
   std::string bytes;
   if (rank == 0) bytes = read_checkpoint_file(path);
   if (group != nullptr) bytes = broadcast_bytes(*group, std::move(bytes), 0, timeout);
-  auto meta = checkpoint_meta(bytes, path.string());
+  CheckpointReader ckpt(bytes, path.string());
+  const auto& meta = ckpt.meta();
   for (const auto& [key, want] : identity.items()) {
     const auto have =
         meta.contains("run") ? meta["run"].value(key, nlohmann::json()) : nlohmann::json();
@@ -226,7 +228,7 @@ inline std::pair<std::string, nlohmann::json> read_checkpoint_for(
                                                "; this run has " + want.dump() +
                                                " (another model, dataset or recipe)");
   }
-  return {std::move(bytes), std::move(meta)};
+  return ckpt;
 }
 
 /// The rows of `out`/metrics.csv before epoch `start` (a resumed run's history).
@@ -235,6 +237,57 @@ inline std::vector<EpochRow> logged_rows(const std::filesystem::path& out, std::
   if (std::filesystem::exists(out / "metrics.csv")) rows = read_metrics_csv(out / "metrics.csv");
   std::erase_if(rows, [&](const EpochRow& r) { return r.epoch >= start; });
   return rows;
+}
+
+/// What a checkpoint of any task must agree on to be resumed (plus the task's `extra`).
+template <class Graph>
+nlohmann::json run_identity(const char* task, const Graph& g, Aggregator aggregator,
+                            std::size_t num_layers, std::int64_t hidden, std::int64_t in_feats,
+                            std::uint64_t seed, const nlohmann::json& extra) {
+  nlohmann::json id = {{"task", task},
+                       {"model", "graphsage"},
+                       {"aggregator", to_string(aggregator)},
+                       {"num_layers", static_cast<std::int64_t>(num_layers)},
+                       {"hidden", hidden},
+                       {"in_feats", in_feats},
+                       {"num_nodes", g.num_nodes()},
+                       {"num_edges", g.num_edges()},
+                       {"seed", seed}};
+  id.update(extra);
+  return id;
+}
+
+/// Resumes `trainer` from out/checkpoint.pt (see read_checkpoint_for): loads the model
+/// and optimizer state, sets res.resumed_from and, on rank 0, the logged rows before it.
+/// Returns the reader for the task's extra tensors. Collective.
+template <class TrainerT>
+CheckpointReader resume_run(TrainerT& trainer, const nlohmann::json& identity,
+                            const std::filesystem::path& out, std::int32_t rank,
+                            NodeClassificationResult& res) {
+  CheckpointReader ckpt = read_checkpoint_for(out / "checkpoint.pt", identity, rank,
+                                              trainer.group(), trainer.collective_timeout());
+  ckpt.load(*trainer.model(), trainer.optimizer());
+  res.resumed_from = ckpt.meta().value("epochs_done", std::int64_t{0});
+  if (rank == 0) res.rows = logged_rows(out, res.resumed_from);
+  return ckpt;
+}
+
+/// Rank 0's bookkeeping after an epoch: the row joins the log; metrics.csv, curves.svg
+/// and the checkpoint (with `tensors()`) are published in `out` when it is set; then the
+/// callback hears of it.
+template <class TrainerT, class TensorsFn>
+void publish_epoch(NodeClassificationResult& res, const EpochRow& row, Metric metric,
+                   const std::filesystem::path& out, TrainerT& trainer,
+                   const nlohmann::json& identity, TensorsFn&& tensors,
+                   const EpochCallback& on_epoch) {
+  res.rows.push_back(row);
+  if (!out.empty()) {
+    write_run_log(out, res.rows, to_string(metric));
+    const nlohmann::json meta = {{"run", identity}, {"epochs_done", row.epoch + 1}};
+    write_checkpoint_file(out / "checkpoint.pt",
+                          checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta, tensors()));
+  }
+  if (on_epoch) on_epoch(row, metric);
 }
 
 /// Fills in the run-wide fields of `res` (epochs, mean epoch time of this process's
@@ -372,36 +425,21 @@ NodeClassificationResult train_node_classification(
   }();
 
   // What a checkpoint must agree on to be resumed by this run.
-  const nlohmann::json identity = {
-      {"task", "node_classification"},
-      {"model", "graphsage"},
-      {"aggregator", to_string(o.aggregator)},
-      {"num_layers", static_cast<std::int64_t>(o.fanouts.size())},
-      {"hidden", o.hidden},
-      {"in_feats", res.feat_dim},
-      {"num_classes", res.num_classes},
-      {"num_nodes", g.num_nodes()},
-      {"num_edges", g.num_edges()},
-      {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
-      {"seed", o.seed},
-      {"embedding_dim", emb_dim},
-  };
-  const auto ckpt_path = o.out / "checkpoint.pt";
-  std::int64_t start = 0;
+  const auto identity = detail::run_identity(
+      "node_classification", g, o.aggregator, o.fanouts.size(), o.hidden, res.feat_dim, o.seed,
+      {{"num_classes", res.num_classes},
+       {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
+       {"embedding_dim", emb_dim}});
   if (o.resume) {
-    const auto [bytes, meta] =
-        detail::read_checkpoint_for(ckpt_path, identity, rank, group.get(), o.collective_timeout);
-    load_checkpoint(bytes, ckpt_path.string(), *trainer.model(), trainer.optimizer());
+    CheckpointReader ckpt = detail::resume_run(trainer, identity, o.out, rank, res);
     for (const auto& [name, cols] : emb_tables) {
       // Collective: every trainer makes sure the table exists; rank 0 writes it back.
       auto table = DistTensor<float, Client>::create(g.client_ptr(), name, RowKind::node, cols);
-      if (rank == 0) detail::push_all(table, checkpoint_tensor(bytes, ckpt_path.string(), name));
+      if (rank == 0) detail::push_all(table, ckpt.tensor(name));
     }
     if (emb) g.client().barrier("distgraph:resume " + o.embedding_name);
-    start = meta.value("epochs_done", std::int64_t{0});
-    res.resumed_from = start;
-    if (rank == 0) res.rows = detail::logged_rows(o.out, start);
   }
+  const std::int64_t start = res.resumed_from;
 
   if (rank == 0 && !o.out.empty()) std::filesystem::create_directories(o.out);
   Metric metric = o.metric;
@@ -421,15 +459,10 @@ NodeClassificationResult train_node_classification(
                        .fetch_s = st.fetch_s,
                        .compute_s = st.compute_s,
                        .allreduce_s = st.allreduce_s};
-    if (rank != 0) continue;
-    res.rows.push_back(row);
-    if (!o.out.empty()) {
-      write_run_log(o.out, res.rows, to_string(metric));
-      nlohmann::json meta = {{"run", identity}, {"epochs_done", e + 1}};
-      write_checkpoint_file(ckpt_path, checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta,
-                                                        detail::pull_tables(g, emb_tables)));
-    }
-    if (on_epoch) on_epoch(row, metric);
+    if (rank == 0)
+      detail::publish_epoch(
+          res, row, metric, o.out, trainer, identity,
+          [&] { return detail::pull_tables(g, emb_tables); }, on_epoch);
   }
   if (start >= o.epochs) {  // nothing left to train: report the checkpoint's model
     if (metric == Metric::automatic)

@@ -180,10 +180,7 @@ class Trainer {
     EpochStats st;
     st.epoch = epoch;
     const auto expected = static_cast<std::int64_t>(source.num_batches());
-    if (group_) {
-      const auto [lo, hi] = all_reduce_min_max(*group_, expected, options_.all_reduce.timeout);
-      if (lo != hi) throw BatchCountMismatch(group_->getRank(), expected, lo, hi);
-    }
+    check_batch_count(expected);
     model_->train();
     source.begin_epoch(epoch);
     double loss_sum = 0, total = 0;
@@ -278,6 +275,15 @@ class Trainer {
     }
     optimizer_->step();
     return allreduce_s;
+  }
+
+  /// Compares this trainer's batch count for the coming epoch with the group's (a
+  /// trainer that ran out of batches would leave the others waiting in an all-reduce):
+  /// BatchCountMismatch on every trainer when they differ. Collective with a group.
+  void check_batch_count(std::int64_t batches) {
+    if (!group_) return;
+    const auto [lo, hi] = all_reduce_min_max(*group_, batches, options_.all_reduce.timeout);
+    if (lo != hi) throw BatchCountMismatch(group_->getRank(), batches, lo, hi);
   }
 
   /// The group (null for a single trainer) and the collective timeout.
