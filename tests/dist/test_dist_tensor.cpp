@@ -11,6 +11,7 @@
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/node_split.hpp"
 #include "distgraph/dist/standalone.hpp"
+#include "distgraph/io/npy.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
@@ -268,6 +269,164 @@ TEST_CASE("sparse Adagrad and Adam on the servers match a dense reference", "[di
   // Rows never touched keep their initial values exactly.
   CHECK(got.back() == init.back());
   CHECK(emb.take_gradients().ids.empty());
+}
+
+namespace {
+/// Steps `opt` over `emb` with `steps` rounds of gradients drawn from `seed` (repeatable).
+void random_steps(DistEmbedding<Client>& emb, SparseOptimizer<Client>& opt, std::int64_t n,
+                  std::uint64_t seed, int steps) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  std::normal_distribution<float> gauss;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::int64_t> ids(40);
+    std::vector<float> g(ids.size() * static_cast<std::size_t>(emb.dim()));
+    for (auto& x : ids) x = pick(rng);
+    for (auto& x : g) x = gauss(rng);
+    emb.record_gradient(ids, g);
+    opt.step();
+  }
+}
+
+/// Every row of float tensor `name` (rows and Adam state alike), in global ID order.
+std::vector<float> all_rows(const std::shared_ptr<Client>& client, const std::string& name,
+                            std::int64_t n) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  return DistTensor<float, Client>::open(client, name, RowKind::node).pull(ids);
+}
+}  // namespace
+
+TEST_CASE("servers save their own embedding rows and Adam state and load them back exactly",
+          "[dist][checkpoint]") {
+  Fixture f(3);
+  TempDir ckpt;
+  StandaloneCluster<> cluster(f.config, ckpt.path());
+  auto client = cluster.client<RangePartitionBook>();
+  const std::int64_t n = f.data.num_nodes;
+  auto emb = DistEmbedding<Client>::create(client, "emb", 4);
+  auto opt = SparseAdam<Client>({emb}, 0.05);
+  random_steps(emb, opt, n, 1, 3);
+  emb.save("epoch-3");
+  const char* tables[] = {"emb", "emb.adam_m", "emb.adam_v", "emb.adam_t"};
+  std::vector<std::vector<float>> saved;
+  for (const char* t : tables) saved.push_back(all_rows(client, t, n));
+
+  // Each partition's server wrote its own rows, and only those.
+  std::int64_t rows = 0;
+  for (int p = 0; p < 3; ++p) {
+    const auto dir = ckpt / ("epoch-3/part-" + std::to_string(p));
+    REQUIRE(std::filesystem::exists(dir / "meta.json"));
+    std::vector<std::int64_t> shape;
+    read_npy_as<float>(dir / "emb.npy", &shape);
+    REQUIRE(shape.size() == 2);
+    CHECK(shape[0] == load_partition(f.config, p).num_inner_nodes);
+    CHECK(shape[1] == 4);
+    CHECK(std::filesystem::exists(dir / "emb%2Eadam_v.npy"));
+    rows += shape[0];
+  }
+  CHECK(rows == n);
+
+  // Training on changes everything; loading brings back every row and state bit.
+  random_steps(emb, opt, n, 2, 3);
+  const auto drifted = all_rows(client, "emb", n);
+  CHECK(drifted != saved[0]);
+  emb.load("epoch-3");
+  for (std::size_t t = 0; t < 4; ++t) CHECK(all_rows(client, tables[t], n) == saved[t]);
+  // ... so the same steps after the load repeat the first continuation bit for bit.
+  random_steps(emb, opt, n, 2, 3);
+  CHECK(all_rows(client, "emb", n) == drifted);
+
+  // State created after a save is zeroed by a load, as if it had never been made.
+  auto fresh = DistEmbedding<Client>::create(client, "fresh", 2);
+  auto fresh_opt = SparseAdagrad<Client>({fresh}, 0.1);
+  const auto before = all_rows(client, "fresh", n);
+  fresh.save("untrained");
+  random_steps(fresh, fresh_opt, n, 3, 2);
+  fresh.load("untrained");
+  CHECK(all_rows(client, "fresh", n) == before);
+  const auto sums = all_rows(client, "fresh.adagrad_sum", n);
+  CHECK(std::all_of(sums.begin(), sums.end(), [](float v) { return v == 0; }));
+
+  client->remove_checkpoint("epoch-3");
+  CHECK_FALSE(std::filesystem::exists(ckpt / "epoch-3"));
+  CHECK(std::filesystem::exists(ckpt / "untrained"));
+  client->remove_checkpoint("never-saved");  // nothing to remove: not an error
+}
+
+TEST_CASE("checkpoint requests with bad tags, tensors or files fail and change nothing",
+          "[dist][checkpoint][bad_input]") {
+  Fixture f(2);
+  TempDir root;
+  const auto ckpt = root / "ckpt";
+  StandaloneCluster<> cluster(f.config, ckpt);
+  auto client = cluster.client<RangePartitionBook>();
+  const std::int64_t n = f.data.num_nodes;
+  auto emb = DistEmbedding<Client>::create(client, "emb", 3);
+  auto opt = SparseAdam<Client>({emb}, 0.05);
+  random_steps(emb, opt, n, 4, 2);
+  const auto expect_remote = [](auto&& call, Status status, const std::string& text) {
+    try {
+      call();
+      FAIL("no error");
+    } catch (const RemoteError& e) {
+      CHECK(e.status() == status);
+      CHECK_THAT(e.what(), Catch::Contains(text));
+    }
+  };
+  // Tags are one folder name: nothing a client sends may point anywhere else.
+  for (const std::string tag : {"", "../escape", "a/b", ".hidden", "/abs", "x y", "-lead"})
+    expect_remote([&] { emb.save(tag); }, Status::bad_request, "checkpoint tag");
+  expect_remote([&] { client->remove_checkpoint("../.."); }, Status::bad_request, "checkpoint tag");
+  CHECK_FALSE(std::filesystem::exists(root / "escape"));
+  CHECK_FALSE(std::filesystem::exists(ckpt));  // nothing was written at all
+
+  expect_remote([&] { client->save_tensors("t", {"no-such-table"}); }, Status::not_found,
+                "no-such-table");
+  expect_remote([&] { emb.load("never-saved"); }, Status::not_found, "never-saved");
+
+  emb.save("good");
+  random_steps(emb, opt, n, 5, 1);
+  const auto moved = all_rows(client, "emb", n);
+
+  // A truncated state file: partition 1 refuses the whole load before writing anything.
+  const auto victim = ckpt / "good/part-1/emb%2Eadam_m.npy";
+  std::filesystem::resize_file(victim, std::filesystem::file_size(victim) - 8);
+  expect_remote([&] { emb.load("good"); }, Status::internal_error, "emb%2Eadam_m.npy");
+  {
+    // Partition 0 loaded its rows; partition 1 kept the newer ones untouched.
+    const Partition p1 = load_partition(f.config, 1);
+    std::vector<std::int64_t> ids(p1.nid.begin(), p1.nid.begin() + p1.num_inner_nodes);
+    const auto now = DistTensor<float, Client>::open(client, "emb", RowKind::node).pull(ids);
+    const auto d = 3u;
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (std::size_t c = 0; c < d; ++c)
+        REQUIRE(now[i * d + c] == moved[static_cast<std::size_t>(ids[i]) * d + c]);
+  }
+
+  // Rows saved by another partitioning are refused by name.
+  Fixture other(3);
+  StandaloneCluster<> cluster3(other.config, ckpt);
+  auto client3 = cluster3.client<RangePartitionBook>();
+  auto emb3 = DistEmbedding<Client>::create(client3, "emb", 3);
+  emb.save("two-parts");
+  expect_remote([&] { emb3.load("two-parts"); }, Status::bad_request, "another partitioning");
+
+  // The same name with a different width is refused before any row changes.
+  emb.save("three-wide");
+  StandaloneCluster<> again(f.config, ckpt);
+  auto client_again = again.client<RangePartitionBook>();
+  auto wide = DistEmbedding<Client>::create(client_again, "emb", 5);
+  const auto wide_rows = all_rows(client_again, "emb", n);
+  expect_remote([&] { wide.load("three-wide"); }, Status::shape_mismatch, "tensor 'emb' is");
+  CHECK(all_rows(client_again, "emb", n) == wide_rows);
+
+  // A server started without a checkpoint folder says how to give it one.
+  KVServer<InMemoryStorage> bare(std::make_shared<InMemoryStorage>(), cluster.book(), 0);
+  const Reply r = bare.handle(Request{
+      MsgType::save_tensors, 1, Message::owning(TensorCheckpointRequest{"t", {"emb"}}.encode())});
+  CHECK(r.status == Status::bad_request);
+  CHECK_THAT(r.text(), Catch::Contains("--checkpoint-dir"));
 }
 
 TEST_CASE("gradients for rows outside the embedding are refused when recorded", "[dist]") {

@@ -30,6 +30,8 @@ int run_launch(std::vector<std::string> argv) {
       .option("trainers", "trainer processes per machine (default 1)")
       .option("workspace", "working folder of every process (default: the current one)")
       .option("secret-file", "file with the shared secret servers require (chmod 600)")
+      .option("checkpoint-dir",
+              "servers' checkpoint folder, on each machine (default: serve's default)")
       .option("ssh", "program used to reach remote machines (default ssh)")
       .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
       .flag("dry-run", "print every command with its environment and start nothing");
@@ -52,6 +54,7 @@ int run_launch(std::vector<std::string> argv) {
   o.trainers = static_cast<std::int32_t>(args.get_int("trainers", 1, 1, 1024));
   o.workspace = args.get_or("workspace", "");
   o.secret_file = args.get_or("secret-file", "");
+  o.checkpoint_dir = args.get_or("checkpoint-dir", "");
   o.ssh = args.get_or("ssh", "ssh");
   o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
   o.dry_run = args.has("dry-run");

@@ -26,6 +26,9 @@ int run_serve(std::vector<std::string> argv) {
       .option("bind", "address to listen on (default: the machine's address in the ip config)")
       .option("storage-dir", "folder the machine's servers share (default under /dev/shm)")
       .option("secret-file", "file holding the shared secret clients must prove")
+      .option("checkpoint-dir",
+              "folder where trainers' save requests write this server's rows "
+              "(default ./distgraph-checkpoints)")
       .option("threads", "io threads (default: all cores, at least 2)");
   args.parse(0);
   if (args.help()) {
@@ -47,6 +50,7 @@ int run_serve(std::vector<std::string> argv) {
   o.num_trainers = static_cast<std::int32_t>(args.get_int("trainers", 1, 1, 1 << 16));
   o.bind_address = args.get_or("bind", "");
   o.storage_dir = args.get_or("storage-dir", "");
+  o.checkpoint_dir = args.get_or("checkpoint-dir", "distgraph-checkpoints");
   o.io_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
   std::string secret_file = args.get_or("secret-file", "");
   if (secret_file.empty())

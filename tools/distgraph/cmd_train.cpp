@@ -380,6 +380,7 @@ int run_train(std::vector<std::string> argv) {
     set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     InitOptions io;
     io.part_config = config;
+    io.checkpoint_dir = out / "server-checkpoints";
     Context ctx = make_context(Environment{}, io);
     const auto res = run_task(args, ctx.graph(), recipe, {}, true);
     print_result(result_json(res), json);
@@ -404,6 +405,7 @@ int run_train(std::vector<std::string> argv) {
   lo.servers = servers;
   lo.trainers = trainers;
   lo.secret_file = secret;
+  lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
   lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);

@@ -50,6 +50,15 @@ class DistEmbedding {
   std::int64_t num_rows() const { return table_.num_rows(); }
   const DistTensor<float, Client>& table() const noexcept { return table_; }
 
+  /// Each server saves its own rows of this embedding, and of the sparse optimizer state
+  /// kept beside it, under checkpoint `tag` in its checkpoint folder (KVClient::
+  /// save_tensors). Call it from one trainer while no optimizer steps this embedding.
+  void save(const std::string& tag) const { table_.client().save_tensors(tag, {name()}, true); }
+
+  /// Each server loads its rows and optimizer state saved under `tag` back; state
+  /// created after that save is zeroed. One trainer calls it, then all meet at a barrier.
+  void load(const std::string& tag) const { table_.client().load_tensors(tag, {name()}, true); }
+
   /// Current rows `global_ids` (global_ids.size() x dim()).
   std::vector<float> pull(std::span<const std::int64_t> global_ids) const {
     return table_.pull(global_ids);

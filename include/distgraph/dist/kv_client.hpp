@@ -143,13 +143,38 @@ class KVClient {
   void remove(const std::string& name) {
     HeadWriter w;
     w.put_string(name);
-    const auto head = w.take();
-    std::vector<PendingCall> calls;
-    for (std::int32_t p = 0; p < layout_.num_machines; ++p)
-      calls.push_back(
-          transport_->send(server_for(p, true), MsgType::delete_tensor, Message::owning(head)));
-    const auto d = deadline();
-    for (auto& c : calls) expect_ok(c.get(d), "delete tensor '" + name + "'");
+    call_main_servers(MsgType::delete_tensor, w.take(), "delete tensor '" + name + "'");
+  }
+
+  /// Every partition's main server saves its own rows of tensors `names` (with
+  /// `with_state`, also their sparse optimizer state) under checkpoint `tag` in the
+  /// checkpoint folder it was started with (`distgraph serve --checkpoint-dir`); a tag
+  /// saved again is replaced. The caller makes sure no trainer writes those tensors
+  /// meanwhile. Throws RemoteError (bad tag, unknown tensor, no checkpoint folder, a
+  /// failed write) naming the partition.
+  void save_tensors(const std::string& tag, const std::vector<std::string>& names,
+                    bool with_state = true) {
+    call_main_servers(MsgType::save_tensors,
+                      TensorCheckpointRequest{tag, names, with_state}.encode(),
+                      "save checkpoint '" + tag + "'");
+  }
+
+  /// Every partition's main server loads what save_tensors saved under `tag` into its
+  /// tensors (creating missing ones). A partition checks the whole checkpoint before it
+  /// writes anything, so a mismatch (another graph or partitioning, a changed shape)
+  /// leaves its tensors as they were. Throws RemoteError naming the partition.
+  void load_tensors(const std::string& tag, const std::vector<std::string>& names,
+                    bool with_state = true) {
+    call_main_servers(MsgType::load_tensors,
+                      TensorCheckpointRequest{tag, names, with_state}.encode(),
+                      "load checkpoint '" + tag + "'");
+  }
+
+  /// Every partition's main server deletes its files of checkpoint `tag` (none: no-op).
+  void remove_checkpoint(const std::string& tag) {
+    HeadWriter w;
+    w.put_string(tag);
+    call_main_servers(MsgType::remove_checkpoint, w.take(), "remove checkpoint '" + tag + "'");
   }
 
   /// Copies rows `global_ids` of tensor `name` into `out` (global_ids.size() rows of
@@ -275,6 +300,18 @@ class KVClient {
       } catch (const PeerLost&) {
       }
     }
+  }
+
+  /// Sends `head` as `type` to every partition's main server at once and waits for all;
+  /// a failure throws naming `what` and the partition.
+  void call_main_servers(MsgType type, std::vector<std::byte> head, const std::string& what) {
+    std::vector<PendingCall> calls;
+    for (std::int32_t p = 0; p < layout_.num_machines; ++p)
+      calls.push_back(transport_->send(server_for(p, true), type, Message::owning(head)));
+    const auto d = deadline();
+    for (std::int32_t p = 0; p < layout_.num_machines; ++p)
+      expect_ok(calls[static_cast<std::size_t>(p)].get(d),
+                what + " on partition " + std::to_string(p));
   }
 
   /// A request whose head, IDs and rows the message itself keeps alive: a call that

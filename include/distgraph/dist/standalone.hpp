@@ -27,8 +27,13 @@ using StandaloneGraph = DistGraph<RangePartitionBook, InProcessTransport, InMemo
 template <Storage S = InMemoryStorage>
 class StandaloneCluster {
  public:
-  explicit StandaloneCluster(const std::filesystem::path& config)
-      : StandaloneCluster(load_partition(config, 0), config) {}
+  /// `checkpoint_dir`: where the servers save tensors on request (KVClient::
+  /// save_tensors), as `distgraph serve --checkpoint-dir` sets it.
+  explicit StandaloneCluster(const std::filesystem::path& config,
+                             const std::filesystem::path& checkpoint_dir = "distgraph-checkpoints")
+      : StandaloneCluster(load_partition(config, 0), config) {
+    for (auto& s : servers_) s->kv().set_checkpoint_dir(checkpoint_dir);
+  }
 
   std::int32_t num_parts() const noexcept { return static_cast<std::int32_t>(servers_.size()); }
 

@@ -37,6 +37,9 @@ struct InitOptions {
   std::filesystem::path part_config;
   std::chrono::milliseconds connect_timeout{60'000};  ///< trainers: servers must answer by then
   std::chrono::milliseconds call_timeout{60'000};
+  /// Standalone runs: where the in-process servers save tensors on request (as
+  /// `distgraph serve --checkpoint-dir`).
+  std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
 };
 
 /// A trainer's (or standalone run's) place in the job and its connection to the data.
@@ -113,7 +116,8 @@ inline Context make_context(Environment e, const InitOptions& opts) {
       throw InvalidArgument(
           "standalone run without a partition config (set "
           "DISTGRAPH_PART_CONFIG or pass InitOptions::part_config)");
-    c.standalone_ = std::make_shared<StandaloneCluster<InMemoryStorage>>(config);
+    c.standalone_ =
+        std::make_shared<StandaloneCluster<InMemoryStorage>>(config, opts.checkpoint_dir);
     const auto* book = std::get_if<RangePartitionBook>(&c.standalone_->book());
     if (book == nullptr)
       throw PartitionError(config.string() + ": not relabeled; the runtime needs a range book");

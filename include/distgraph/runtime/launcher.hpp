@@ -35,12 +35,13 @@ namespace distgraph {
 /// What `distgraph launch` starts.
 struct LaunchOptions {
   std::filesystem::path ip_config, part_config;
-  std::int32_t servers = 1;           ///< per machine: 1 main + servers-1 backups
-  std::int32_t trainers = 1;          ///< per machine
-  std::filesystem::path workspace;    ///< working folder of every process (default: cwd)
-  std::filesystem::path secret_file;  ///< passed by path, never by value
-  std::string distgraph_program;      ///< the `distgraph` binary servers run (this one)
-  std::vector<std::string> program;   ///< the trainer command
+  std::int32_t servers = 1;              ///< per machine: 1 main + servers-1 backups
+  std::int32_t trainers = 1;             ///< per machine
+  std::filesystem::path workspace;       ///< working folder of every process (default: cwd)
+  std::filesystem::path secret_file;     ///< passed by path, never by value
+  std::filesystem::path checkpoint_dir;  ///< servers' --checkpoint-dir (empty: their default)
+  std::string distgraph_program;         ///< the `distgraph` binary servers run (this one)
+  std::vector<std::string> program;      ///< the trainer command
   bool dry_run = false;
   std::chrono::milliseconds grace{5'000};            ///< SIGTERM -> SIGKILL
   std::chrono::milliseconds shutdown_grace{15'000};  ///< shutdown request -> SIGTERM
@@ -169,6 +170,8 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                                    "--servers",         std::to_string(o.servers),
                                    "--trainers",        std::to_string(o.trainers * machines)};
       if (!secret_arg.empty()) cmd.insert(cmd.end(), {"--secret-file", secret_arg});
+      if (!o.checkpoint_dir.empty())
+        cmd.insert(cmd.end(), {"--checkpoint-dir", o.checkpoint_dir.string()});
       finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, cmd);
     }
   for (std::int32_t m = 0; m < machines; ++m)

@@ -77,8 +77,11 @@ struct ServeOptions {
   std::int32_t num_trainers = 1;
   std::string bind_address;           ///< default: the machine's address from the ip config
   std::filesystem::path storage_dir;  ///< default: machine_storage_dir(...)
-  std::string secret;                 ///< shared secret clients must prove ("" = none)
-  unsigned io_threads = 0;            ///< 0 = max(2, cores)
+  /// Where save_tensors requests write (relative: to the working folder). Clients name
+  /// only a tag below it.
+  std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
+  std::string secret;       ///< shared secret clients must prove ("" = none)
+  unsigned io_threads = 0;  ///< 0 = max(2, cores)
   std::chrono::milliseconds startup_timeout{120'000};  ///< backups wait this for the main
   std::function<void(std::string_view)> log;           ///< default: stderr
 };
@@ -125,6 +128,7 @@ class ServerProcess {
     }
     server_ = std::make_unique<GraphServer<MmapStorage>>(
         std::move(part), storage_, main ? ServerRole::main : ServerRole::backup);
+    if (!options_.checkpoint_dir.empty()) server_->kv().set_checkpoint_dir(options_.checkpoint_dir);
     AsioServerOptions ao;
     ao.address = options_.bind_address.empty() ? me.ip : options_.bind_address;
     ao.port = static_cast<std::uint16_t>(me.port + options_.server_id);

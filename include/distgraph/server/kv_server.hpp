@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,15 +26,17 @@
 #include "distgraph/server/detail/init_values.hpp"
 #include "distgraph/server/detail/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
+#include "distgraph/server/tensor_checkpoint.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/transport/message.hpp"
 
 namespace distgraph {
 
 /// Serves the tensors of partition `part_id`: create (idempotent), pull, push, push_add,
-/// sparse optimizer steps, delete, list, barrier and shutdown (docs/WIRE.md lists the
-/// layouts). Rows are addressed by global node or edge ID; the server converts them to
-/// its local rows through the partition book and refuses IDs it does not own.
+/// sparse optimizer steps, delete, list, save/load of its rows under a checkpoint tag,
+/// barrier and shutdown (docs/WIRE.md lists the layouts). Rows are addressed by global node or edge
+/// ID; the server converts them to its local rows through the partition book and refuses IDs it
+/// does not own.
 ///
 /// Thread-safe: transports call handle() from several threads. Never throws out of
 /// handle(): every bad request gets an error reply naming what was wrong.
@@ -69,6 +73,10 @@ class KVServer {
           return on_push(req);
         case MsgType::sparse_step:
           return on_sparse_step(req);
+        case MsgType::save_tensors:
+        case MsgType::load_tensors:
+        case MsgType::remove_checkpoint:
+          return on_checkpoint(req);
         case MsgType::barrier:
           return on_barrier(req);
         case MsgType::shutdown:
@@ -89,6 +97,8 @@ class KVServer {
     } catch (const ShapeError& e) {
       return Reply::error(Status::shape_mismatch, e.what());
     } catch (const InvalidArgument& e) {
+      return Reply::error(Status::bad_request, e.what());
+    } catch (const PartitionError& e) {
       return Reply::error(Status::bad_request, e.what());
     } catch (const std::bad_alloc&) {
       return Reply::error(Status::internal_error, msg_type_name(req.type) + ": out of memory");
@@ -140,6 +150,25 @@ class KVServer {
                          {"cols", s.cols}});
     j["tensors"] = tensors;
     return j;
+  }
+
+  /// Where save_tensors writes and load_tensors reads: `dir/<tag>/part-<P>/`. The
+  /// operator chooses it; clients only name a tag. Without one, those requests fail
+  /// with a message saying so.
+  void set_checkpoint_dir(const std::filesystem::path& dir) {
+    std::lock_guard lock(checkpoint_mu_);
+    CheckpointOwner owner;
+    owner.part_id = part_id_;
+    std::visit(
+        [&](const auto& b) {
+          owner.num_parts = b.num_partitions();
+          owner.num_nodes = b.num_nodes();
+          owner.num_edges = b.num_edges();
+          owner.owned_nodes = b.num_owned_nodes(PartId{part_id_});
+          owner.owned_edges = b.num_owned_edges(PartId{part_id_});
+        },
+        book_);
+    checkpoint_.emplace(std::filesystem::absolute(dir), owner);
   }
 
   S& storage() noexcept { return *storage_; }
@@ -331,6 +360,37 @@ class KVServer {
     return Reply{};
   }
 
+  /// save_tensors, load_tensors, remove_checkpoint: one at a time per server, in the
+  /// operator's checkpoint folder. Both take every row lock, so neither interleaves with
+  /// a sparse step's read-modify-write of a row (callers still quiesce their trainers to
+  /// get one consistent point in training).
+  Reply on_checkpoint(const Request& req) {
+    const char* subject = req.type == MsgType::save_tensors   ? "save_tensors"
+                          : req.type == MsgType::load_tensors ? "load_tensors"
+                                                              : "remove_checkpoint";
+    std::lock_guard lock(checkpoint_mu_);
+    if (!checkpoint_)
+      throw InvalidArgument(std::string(subject) + ": partition " + std::to_string(part_id_) +
+                            "'s server has no checkpoint folder (distgraph serve "
+                            "--checkpoint-dir)");
+    if (req.type == MsgType::remove_checkpoint) {
+      HeadReader r(req.body.head, subject);
+      const std::string tag = r.get_string(256);
+      r.finish();
+      checkpoint_->remove(tag);
+      return Reply{};
+    }
+    const auto q = TensorCheckpointRequest::decode(req.body.head, subject);
+    std::lock_guard create(create_mu_);
+    std::vector<std::unique_lock<std::mutex>> rows;
+    for (auto& m : row_mu_) rows.emplace_back(m);
+    if (req.type == MsgType::save_tensors)
+      checkpoint_->save(*storage_, q.tag, q.names, q.with_state);
+    else
+      checkpoint_->load(*storage_, q.tag, q.names, q.with_state);
+    return Reply{};
+  }
+
   /// Blocks this handler thread until `participants` calls with the same name arrived.
   /// Transports must run enough handler threads for every participant (AsioServer's pool
   /// size; the in-process transport runs each caller on its own thread).
@@ -412,6 +472,8 @@ class KVServer {
   std::map<std::string, BarrierState> barriers_;
   std::mutex create_mu_;
   std::array<std::mutex, 256> row_mu_;
+  std::mutex checkpoint_mu_;
+  std::optional<TensorCheckpoint> checkpoint_;
 };
 
 }  // namespace distgraph

@@ -212,6 +212,38 @@ struct SparseStepRequest {
   }
 };
 
+/// save_tensors / load_tensors: head = checkpoint tag, u8 with_state, u32 count, then
+/// the tensor names. The server saves (loads) its own rows of each tensor, and with
+/// with_state = 1 each one's sparse optimizer state, under `<its checkpoint folder>/<tag>`.
+/// remove_checkpoint: head = the tag alone.
+struct TensorCheckpointRequest {
+  std::string tag;
+  std::vector<std::string> names;
+  bool with_state = true;
+
+  std::vector<std::byte> encode() const {
+    HeadWriter w;
+    w.put_string(tag)
+        .put(static_cast<std::uint8_t>(with_state ? 1 : 0))
+        .put(static_cast<std::uint32_t>(names.size()));
+    for (const auto& n : names) w.put_string(n);
+    return w.take();
+  }
+  static TensorCheckpointRequest decode(std::span<const std::byte> head, const char* subject) {
+    HeadReader r(head, subject);
+    TensorCheckpointRequest q;
+    q.tag = r.get_string(256);
+    q.with_state = r.get<std::uint8_t>() != 0;
+    const auto n = r.get<std::uint32_t>();
+    if (n > 4096)
+      throw ProtocolError(std::string(subject) + ": " + std::to_string(n) +
+                          " tensors; the limit is 4096");
+    for (std::uint32_t i = 0; i < n; ++i) q.names.push_back(r.get_string(256));
+    r.finish();
+    return q;
+  }
+};
+
 /// barrier: head = barrier name, the number of participants, timeout in ms. Every
 /// participant's call returns once all have arrived (or fails at the timeout).
 struct BarrierRequest {

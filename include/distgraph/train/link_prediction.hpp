@@ -231,7 +231,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
     if (rank == 0)
       detail::publish_epoch(
           res, row, Metric::roc_auc, o.out, trainer, identity,
-          [] { return std::vector<std::pair<std::string, torch::Tensor>>{}; }, on_epoch);
+          [] { return nlohmann::json::object(); }, on_epoch);
   }
   if (start >= o.epochs) val = evaluate(val_loader, o.epochs);
   res.metric = Metric::roc_auc;

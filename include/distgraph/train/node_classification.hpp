@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -162,51 +164,74 @@ std::int64_t count_classes(const Graph& g, const std::string& label,
   return top + 1;
 }
 
-/// Every row of float tensor `t` as a [rows, cols] torch tensor, pulled in chunks.
-template <class Tensor>
-torch::Tensor pull_all(const Tensor& t) {
-  const std::int64_t n = t.num_rows(), cols = t.num_cols();
-  auto out = torch::empty({n, cols}, torch::kFloat);
-  std::vector<std::int64_t> ids;
-  for (std::int64_t lo = 0; lo < n; lo += 1 << 16) {
-    const std::int64_t hi = std::min(n, lo + (1 << 16));
-    ids.resize(static_cast<std::size_t>(hi - lo));
-    for (std::int64_t v = lo; v < hi; ++v) ids[static_cast<std::size_t>(v - lo)] = v;
-    t.pull(ids, std::span<float>(out.data_ptr<float>() + lo * cols,
-                                 static_cast<std::size_t>((hi - lo) * cols)));
-  }
-  return out;
-}
+/// A DistEmbedding's share of a checkpoint, kept by the servers: after each epoch rank 0
+/// asks every partition's server to save its own rows and SparseAdam state under a new
+/// tag (KVClient::save_tensors); checkpoint.pt records the tag; the previous tag is
+/// removed only once the new checkpoint.pt is in place, so a crash at any point leaves
+/// a checkpoint.pt whose tag exists.
+template <class Embedding>
+class EmbeddingCheckpoints {
+ public:
+  static constexpr const char* meta_key = "embedding_checkpoint";
 
-/// Writes `values` ([rows, cols] float) into every row of `t`, in chunks.
-template <class Tensor>
-void push_all(Tensor& t, const torch::Tensor& values) {
-  const std::int64_t n = t.num_rows(), cols = t.num_cols();
-  if (values.dim() != 2 || values.size(0) != n || values.size(1) != cols)
-    throw ShapeError(
-        "checkpoint tensor '" + t.name() + "'",
-        "does not have the table's " + std::to_string(n) + " x " + std::to_string(cols) + " shape");
-  const auto v = values.to(torch::kFloat).contiguous();
-  std::vector<std::int64_t> ids;
-  for (std::int64_t lo = 0; lo < n; lo += 1 << 16) {
-    const std::int64_t hi = std::min(n, lo + (1 << 16));
-    ids.resize(static_cast<std::size_t>(hi - lo));
-    for (std::int64_t r = lo; r < hi; ++r) ids[static_cast<std::size_t>(r - lo)] = r;
-    t.push(ids, std::span<const float>(v.data_ptr<float>() + lo * cols,
-                                       static_cast<std::size_t>((hi - lo) * cols)));
+  explicit EmbeddingCheckpoints(const std::optional<Embedding>& emb) : emb_(emb) {
+    std::random_device rd;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%08x%08x", rd(), rd());
+    token_ = hex;
   }
-}
 
-/// The named node tables of `g` as checkpoint tensors (rank 0 gathers them).
-template <class Graph>
-std::vector<std::pair<std::string, torch::Tensor>> pull_tables(
-    const Graph& g, const std::vector<std::pair<std::string, std::int64_t>>& tables) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& [name, cols] : tables)
-    out.emplace_back(name, pull_all(DistTensor<float, typename Graph::client_type>::open(
-                               g.client_ptr(), name, RowKind::node)));
-  return out;
-}
+  /// Saves under a tag for `epochs_done`; returns the meta naming it ({} without an
+  /// embedding).
+  nlohmann::json save(std::int64_t epochs_done) {
+    if (!emb_) return nlohmann::json::object();
+    next_ = "run-" + token_ + "-epoch-" + std::to_string(epochs_done);
+    emb_->save(next_);
+    return {{meta_key, next_}};
+  }
+  /// checkpoint.pt now names the latest save: the one before it can go.
+  void committed() {
+    if (!prev_.empty() && prev_ != next_) remove_quietly(prev_);
+    prev_ = next_;
+  }
+  /// Rank 0 of a resumed run: loads what `meta` names (CheckpointError when it names
+  /// nothing though this run learns an embedding).
+  void restore(const nlohmann::json& meta, const std::string& path) {
+    if (!emb_) return;
+    const std::string tag = meta.value(meta_key, std::string());
+    if (tag.empty())
+      throw CheckpointError(path,
+                            "names no saved embedding; this run learns '" + emb_->name() + "'");
+    emb_->load(tag);
+    prev_ = tag;
+  }
+  /// A fresh run writing over an earlier run's checkpoint.pt: that run's saved rows are
+  /// removed once this run's first checkpoint is in place (if they can be found).
+  void adopt_stale(const std::filesystem::path& checkpoint) {
+    if (!emb_ || !std::filesystem::exists(checkpoint)) return;
+    try {
+      prev_ = CheckpointReader(read_checkpoint_file(checkpoint), checkpoint.string())
+                  .meta()
+                  .value(meta_key, std::string());
+    } catch (const std::exception&) {
+      // unreadable: nothing to clean up after
+    }
+  }
+
+ private:
+  void remove_quietly(const std::string& tag) {
+    try {
+      emb_->table().client().remove_checkpoint(tag);
+    } catch (const std::exception& e) {
+      // Stale files cost disk, not correctness: training goes on.
+      std::fprintf(stderr, "warning: could not remove embedding checkpoint '%s': %s\n", tag.c_str(),
+                   e.what());
+    }
+  }
+
+  const std::optional<Embedding>& emb_;
+  std::string token_, next_, prev_;
+};
 
 /// Rank 0 reads the checkpoint at `path`; its bytes reach every trainer of `group`; each
 /// checks that it was written for `identity` (CheckpointError naming the first field that
@@ -273,19 +298,21 @@ CheckpointReader resume_run(TrainerT& trainer, const nlohmann::json& identity,
 }
 
 /// Rank 0's bookkeeping after an epoch: the row joins the log; metrics.csv, curves.svg
-/// and the checkpoint (with `tensors()`) are published in `out` when it is set; then the
-/// callback hears of it.
-template <class TrainerT, class TensorsFn>
+/// and the checkpoint are published in `out` when it is set, the checkpoint's meta
+/// extended by `extra_meta()` (state saved elsewhere first, e.g. by the servers); then
+/// the callback hears of it.
+template <class TrainerT, class ExtraMetaFn>
 void publish_epoch(NodeClassificationResult& res, const EpochRow& row, Metric metric,
                    const std::filesystem::path& out, TrainerT& trainer,
-                   const nlohmann::json& identity, TensorsFn&& tensors,
+                   const nlohmann::json& identity, ExtraMetaFn&& extra_meta,
                    const EpochCallback& on_epoch) {
   res.rows.push_back(row);
   if (!out.empty()) {
     write_run_log(out, res.rows, to_string(metric));
-    const nlohmann::json meta = {{"run", identity}, {"epochs_done", row.epoch + 1}};
+    nlohmann::json meta = {{"run", identity}, {"epochs_done", row.epoch + 1}};
+    meta.update(extra_meta());
     write_checkpoint_file(out / "checkpoint.pt",
-                          checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta, tensors()));
+                          checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta));
   }
   if (on_epoch) on_epoch(row, metric);
 }
@@ -415,14 +442,7 @@ NodeClassificationResult train_node_classification(
                                         {InitKind::uniform, -1.0, 1.0, o.seed});
     trainer.set_input_embedding(input_embedding(*emb, SparseAdam<Client>({*emb}, o.embedding_lr)));
   }
-  // The embedding's tables in a checkpoint: its rows, then SparseAdam's state.
-  const auto emb_tables = [&] {
-    std::vector<std::pair<std::string, std::int64_t>> t;
-    if (emb)
-      for (const char* suffix : {"", ".adam_m", ".adam_v", ".adam_t"})
-        t.emplace_back(o.embedding_name + suffix, std::string(suffix) == ".adam_t" ? 1 : emb_dim);
-    return t;
-  }();
+  detail::EmbeddingCheckpoints<DistEmbedding<Client>> emb_ckpt(emb);
 
   // What a checkpoint must agree on to be resumed by this run.
   const auto identity = detail::run_identity(
@@ -432,12 +452,11 @@ NodeClassificationResult train_node_classification(
        {"embedding_dim", emb_dim}});
   if (o.resume) {
     CheckpointReader ckpt = detail::resume_run(trainer, identity, o.out, rank, res);
-    for (const auto& [name, cols] : emb_tables) {
-      // Collective: every trainer makes sure the table exists; rank 0 writes it back.
-      auto table = DistTensor<float, Client>::create(g.client_ptr(), name, RowKind::node, cols);
-      if (rank == 0) detail::push_all(table, ckpt.tensor(name));
-    }
+    // Rank 0 has the servers load their rows back while the others wait.
+    if (rank == 0) emb_ckpt.restore(ckpt.meta(), ckpt.path());
     if (emb) g.client().barrier("distgraph:resume " + o.embedding_name);
+  } else if (rank == 0 && !o.out.empty()) {
+    emb_ckpt.adopt_stale(o.out / "checkpoint.pt");
   }
   const std::int64_t start = res.resumed_from;
 
@@ -459,10 +478,12 @@ NodeClassificationResult train_node_classification(
                        .fetch_s = st.fetch_s,
                        .compute_s = st.compute_s,
                        .allreduce_s = st.allreduce_s};
-    if (rank == 0)
+    if (rank == 0) {
       detail::publish_epoch(
-          res, row, metric, o.out, trainer, identity,
-          [&] { return detail::pull_tables(g, emb_tables); }, on_epoch);
+          res, row, metric, o.out, trainer, identity, [&] { return emb_ckpt.save(e + 1); },
+          on_epoch);
+      if (!o.out.empty()) emb_ckpt.committed();
+    }
   }
   if (start >= o.epochs) {  // nothing left to train: report the checkpoint's model
     if (metric == Metric::automatic)

@@ -29,6 +29,9 @@ enum class MsgType : std::uint16_t {
   push_add = 22,
   sparse_step = 23,
   init_rows = 24,
+  save_tensors = 25,    ///< a server saves its own rows of named tensors under a tag
+  load_tensors = 26,    ///< ... and loads them back
+  remove_checkpoint = 27,
   sample_neighbors = 30,
   degrees = 31,
   find_edges = 32,
@@ -61,6 +64,12 @@ inline std::string msg_type_name(MsgType t) {
       return "sparse_step";
     case MsgType::init_rows:
       return "init_rows";
+    case MsgType::save_tensors:
+      return "save_tensors";
+    case MsgType::load_tensors:
+      return "load_tensors";
+    case MsgType::remove_checkpoint:
+      return "remove_checkpoint";
     case MsgType::sample_neighbors:
       return "sample_neighbors";
     case MsgType::degrees:
