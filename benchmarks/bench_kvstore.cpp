@@ -15,6 +15,13 @@
 //                  random rows each from 2 servers at once. Bound: the raw pair's single
 //                  stream in rows/s. Afterwards K clients push_add to overlapping rows and
 //                  the sums are checked (params.lost_updates must be 0).
+// checkpoint_save  GB/s: both servers save their rows of the feature table (save_tensors,
+//                  in parallel, fsynced .npy files in a temporary folder). Bound: two
+//                  threads writing the same bytes from memory into new files the same way.
+// checkpoint_load  GB/s: both servers load them back (load_tensors: checks, then rows
+//                  into the shared storage). Bound: two threads reading the same files
+//                  into memory touched beforehand.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +38,8 @@
 
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/kv_client.hpp"
+#include "distgraph/io/detail/posix_file.hpp"
+#include "distgraph/io/npy.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 #include "distgraph/server/kv_server.hpp"
 #include "distgraph/storage/mmap_storage.hpp"
@@ -281,6 +290,75 @@ int main(int argc, char** argv) {
                    static_cast<long long>(lost));
       return 1;
     }
+  }
+
+  // --- checkpoint_save and checkpoint_load ------------------------------------------
+  {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("distgraph-bench-ckpt-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    for (auto& kv : servers.kv) kv->set_checkpoint_dir(dir);
+    auto client = make_client(-1);
+    const std::vector<float> rows(static_cast<std::size_t>(rows_per_part * cols), 0.5f);
+    const std::int64_t shape[] = {rows_per_part, cols};
+    const auto both = [](auto&& f) {
+      std::vector<std::thread> ts;
+      for (int p = 0; p < parts; ++p) ts.emplace_back(f, p);
+      for (auto& t : ts) t.join();
+    };
+    const auto bound_file = [&](int p) { return dir / ("bound-" + std::to_string(p) + ".npy"); };
+    // The bound writes like a server does (a new file, 64Ki-row writes, fsync), minus the
+    // reads from storage and the bookkeeping.
+    const auto plain_write = [&](const std::filesystem::path& path) {
+      std::filesystem::remove(path);
+      detail::FileDescriptor fd(
+          ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      const std::string header = npy_header_bytes(DType::float32, shape);
+      detail::write_all(fd.get(), std::as_bytes(std::span(header)), path.string());
+      const auto bytes = std::as_bytes(std::span(rows));
+      const std::size_t step = (std::size_t{1} << 16) * row_bytes;
+      for (std::size_t at = 0; at < bytes.size(); at += step)
+        detail::write_all(fd.get(), bytes.subspan(at, std::min(bytes.size() - at, step)),
+                          path.string());
+      ::fsync(fd.get());
+    };
+    // The load bound reads the files into memory that was touched before, as the
+    // servers' storage is.
+    std::vector<std::vector<std::byte>> touched(
+        parts, std::vector<std::byte>(rows.size() * sizeof(float) + 4096, std::byte{1}));
+    const auto plain_read = [&](const std::filesystem::path& path, int p) {
+      auto [fd, size] = detail::open_regular_file(path);
+      auto& buf = touched[static_cast<std::size_t>(p)];
+      detail::pread_all(fd.get(), std::span(buf).first(std::min<std::size_t>(size, buf.size())), 0,
+                        path.string());
+    };
+    double save = 1e300, save_bound = 1e300, load = 1e300, load_bound = 1e300;
+    const int ck_runs = std::min(runs, 3);
+    for (int r = 0; r < ck_runs; ++r) {
+      save_bound = std::min(save_bound,
+                            seconds_of([&] { both([&](int p) { plain_write(bound_file(p)); }); }));
+      save = std::min(save, seconds_of([&] { client->save_tensors("bench", {"feat"}, false); }));
+      load_bound = std::min(
+          load_bound, seconds_of([&] { both([&](int p) { plain_read(bound_file(p), p); }); }));
+      load = std::min(load, seconds_of([&] { client->load_tensors("bench", {"feat"}, false); }));
+    }
+    std::filesystem::remove_all(dir);
+    const double gb =
+        static_cast<double>(parts * rows_per_part) * static_cast<double>(row_bytes) / 1e9;
+    rep.add({"checkpoint_save",
+             gb / save,
+             "GB/s",
+             gb / save_bound,
+             "plain_npy_file_writes",
+             Kind::rate,
+             {{"rows", parts * rows_per_part}, {"cols", cols}, {"runs", ck_runs}}});
+    rep.add({"checkpoint_load",
+             gb / load,
+             "GB/s",
+             gb / load_bound,
+             "plain_npy_file_reads",
+             Kind::rate,
+             {{"rows", parts * rows_per_part}, {"cols", cols}, {"runs", ck_runs}}});
   }
   return 0;
 }

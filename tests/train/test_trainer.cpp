@@ -33,7 +33,7 @@ constexpr std::chrono::milliseconds collective_timeout{30000};
 /// through a TCPStore that rank 0 hosts on a free port of 127.0.0.1. Rethrows the first
 /// exception of any rank after all have finished.
 void with_group(int world,
-                const std::function<void(int, c10::intrusive_ptr<c10d::ProcessGroup>)>& body) {
+                const std::function<void(int, c10::intrusive_ptr<CollectiveGroup>)>& body) {
   std::promise<std::uint16_t> port;
   auto port_future = port.get_future().share();
   std::vector<std::future<void>> done;
@@ -129,7 +129,7 @@ static_assert(BatchSource<NodeDataLoader<StandaloneGraph>>);  // the real loader
 TEST_CASE("gradients are averaged over two gloo trainers in several buckets", "[train][net]") {
   std::vector<std::vector<torch::Tensor>> grads(2);
   std::vector<std::size_t> buckets(2);
-  with_group(2, [&](int rank, c10::intrusive_ptr<c10d::ProcessGroup> group) {
+  with_group(2, [&](int rank, c10::intrusive_ptr<CollectiveGroup> group) {
     torch::manual_seed(static_cast<std::uint64_t>(rank) + 1);
     std::vector<torch::Tensor> params{torch::randn({3, 4}), torch::randn({5}),
                                       torch::randn({2, 2}, torch::kDouble), torch::randn({40})};
@@ -200,7 +200,7 @@ TEST_CASE("two data-parallel trainers keep identical parameters and agree on eva
   std::vector<std::vector<torch::Tensor>> params(2);
   std::vector<EvalResult> results(2);
   std::vector<EpochStats> stats(2);
-  with_group(2, [&](int rank, c10::intrusive_ptr<c10d::ProcessGroup> group) {
+  with_group(2, [&](int rank, c10::intrusive_ptr<CollectiveGroup> group) {
     torch::manual_seed(static_cast<std::uint64_t>(rank) + 40);  // the broadcast evens them out
     const auto half = [&](const std::vector<std::int64_t>& ids) {
       const auto mid = ids.begin() + static_cast<std::ptrdiff_t>(ids.size() / 2);
@@ -238,7 +238,7 @@ TEST_CASE("trainers with unequal batch counts all stop with BatchCountMismatch",
   const SbmFixture f;
   const auto ids = f.ids(f.data.train_mask);
   std::vector<int> mismatches(2, 0);
-  with_group(2, [&](int rank, c10::intrusive_ptr<c10d::ProcessGroup> group) {
+  with_group(2, [&](int rank, c10::intrusive_ptr<CollectiveGroup> group) {
     Trainer<> trainer(f.model(), {.all_reduce = {.timeout = collective_timeout}}, group);
     // 3 batches on rank 0, 2 on rank 1.
     auto train =

@@ -194,7 +194,7 @@ int trainer_threads(const Environment& env) {
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
                                   const NodeClassificationOptions& recipe,
-                                  c10::intrusive_ptr<c10d::ProcessGroup> group, bool report) {
+                                  c10::intrusive_ptr<CollectiveGroup> group, bool report) {
   const auto task = a.get_or("task", "node");
   if (task == "node")
     return train_node_classification(

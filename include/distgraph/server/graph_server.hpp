@@ -131,7 +131,7 @@ class GraphServer {
     throw ProtocolError("sample_neighbors: unknown sampler kind");
   }
 
-  /// This partition's share of the out-degrees of any nodes: the edges it stores whose
+  /// This partition's share of the out-degrees of any nodes: the edges it owns whose
   /// source is the node (a node's out-edges are spread over its neighbours' owners).
   std::vector<std::int64_t> out_degree_share(std::span<const std::int64_t> global_ids) const {
     std::vector<std::int64_t> out(global_ids.size(), 0);
@@ -160,8 +160,12 @@ class GraphServer {
     local_of_.reserve(n);
     for (std::size_t v = 0; v < n; ++v)
       local_of_.emplace(part_.nid[v], static_cast<std::int64_t>(v));
+    // Only the edges this partition owns: deeper halos also store edges owned elsewhere,
+    // which their owners count.
     out_share_.assign(n, 0);
-    for (auto u : part_.graph.indices) ++out_share_[static_cast<std::size_t>(u)];
+    const auto sources = part_.graph.indices.span();
+    for (std::size_t e = 0; e < sources.size(); ++e)
+      if (part_.inner_edge[e]) ++out_share_[static_cast<std::size_t>(sources[e])];
     // Position in the CSC of each owned edge, by its local (book) edge ID.
     std::vector<std::int64_t> owned_pos, owned_gid;
     for (std::size_t e = 0; e < part_.eid.size(); ++e)

@@ -2,9 +2,11 @@
 // checkpoint folder, so that nothing funnels a whole table through one trainer.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -115,14 +117,7 @@ class TensorCheckpoint {
       nlohmann::json tensors = nlohmann::json::array();
       for (const auto& n : all) {
         const TensorSpec spec = storage.spec(n);
-        std::vector<std::byte> rows(static_cast<std::size_t>(spec.rows) * spec.row_bytes());
-        for_chunks(spec.rows, [&](std::span<const std::int64_t> local, std::int64_t lo) {
-          storage.read_rows(n, local,
-                            std::span(rows).subspan(static_cast<std::size_t>(lo) * spec.row_bytes(),
-                                                    local.size() * spec.row_bytes()));
-        });
-        const std::int64_t shape[] = {spec.rows, spec.cols};
-        write_npy(staging / tensor_file_name(n), spec.dtype, shape, rows.data());
+        write_rows_npy(storage, spec, staging / tensor_file_name(n));
         tensors.push_back({{"name", n},
                            {"dtype", std::string(dtype_name(spec.dtype))},
                            {"rows", spec.rows},
@@ -189,7 +184,8 @@ class TensorCheckpoint {
     // Validate everything before the first write, so a bad checkpoint changes nothing.
     struct Item {
       std::string name;
-      NpyArray array;
+      std::filesystem::path path;
+      std::uint64_t data_offset;
       TensorSpec spec;
     };
     std::vector<Item> items;
@@ -216,7 +212,7 @@ class TensorCheckpoint {
                                               std::to_string(have.rows) + " x " +
                                               std::to_string(have.cols));
       }
-      items.push_back({n, std::move(a), spec});
+      items.push_back({n, path, a.header.data_offset, spec});
     };
     for (const auto& n : names) {
       const auto* t = saved(n);
@@ -232,13 +228,18 @@ class TensorCheckpoint {
           zero.push_back(s);
       }
     }
+    // Rows stream through one reused buffer: reading through the file's mapping would
+    // fault page by page, several times slower than pread.
+    std::vector<std::byte> chunk;
     for (auto& it : items) {
       storage.create(it.spec);
-      const auto bytes = it.array.bytes.span();
+      auto [fd, size] = detail::open_regular_file(it.path);
       for_chunks(it.spec.rows, [&](std::span<const std::int64_t> local, std::int64_t lo) {
-        storage.write_rows(it.name, local,
-                           bytes.subspan(static_cast<std::size_t>(lo) * it.spec.row_bytes(),
-                                         local.size() * it.spec.row_bytes()));
+        chunk.resize(local.size() * it.spec.row_bytes());
+        detail::pread_all(fd.get(), chunk,
+                          it.data_offset + static_cast<std::uint64_t>(lo) * it.spec.row_bytes(),
+                          it.path.string());
+        storage.write_rows(it.name, local, chunk);
       });
     }
     for (const auto& s : zero) {
@@ -268,6 +269,29 @@ class TensorCheckpoint {
       throw InvalidArgument("checkpoint tag '" + detail::printable(tag) +
                             "': expected 1 to 128 of [A-Za-z0-9_.-], starting with a letter or "
                             "digit");
+  }
+
+  /// Streams every row of `spec` into a `.npy` file at `path` through one reused chunk
+  /// buffer (a table-sized buffer would cost its first-touch page faults on every save),
+  /// then fsyncs it. The caller renames the folder it is in into place.
+  template <Storage S>
+  static void write_rows_npy(const S& storage, const TensorSpec& spec,
+                             const std::filesystem::path& path) {
+    const std::int64_t shape[] = {spec.rows, spec.cols};
+    const std::string header = npy_header_bytes(spec.dtype, shape, path.string());
+    const std::string name = path.string();
+    detail::FileDescriptor fd(::open(name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) throw IoError(name, detail::errno_message("cannot create", errno));
+    detail::write_all(fd.get(), std::as_bytes(std::span(header)), name);
+    std::vector<std::byte> chunk;
+    for_chunks(spec.rows, [&](std::span<const std::int64_t> local, std::int64_t) {
+      chunk.resize(local.size() * spec.row_bytes());
+      storage.read_rows(spec.name, local, chunk);
+      detail::write_all(fd.get(), chunk, name);
+    });
+    if (::fsync(fd.get()) != 0) throw IoError(name, detail::errno_message("cannot fsync", errno));
+    if (const int err = fd.close(); err != 0)
+      throw IoError(name, detail::errno_message("cannot close", err));
   }
 
   /// Calls f(local row IDs, first row) over [0, rows) in chunks of 64Ki rows.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <torch/types.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,16 @@
 #include "distgraph/core/error.hpp"
 
 namespace distgraph {
+
+#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
+/// The object collectives run on. Since libtorch 2.0 the gloo and NCCL groups are
+/// c10d::Backend objects (a c10d::ProcessGroup wraps them for Python's dispatch); before,
+/// they were c10d::ProcessGroup themselves. Both offer the same getRank, getSize,
+/// allreduce, broadcast, allgather and barrier, which is all distgraph uses.
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
 
 /// A collective (all-reduce, broadcast, all-gather) failed or timed out: a peer died, left
 /// or never joined. `what()` names the operation and this rank.
@@ -172,7 +183,7 @@ inline c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_group(
 /// RANK, WORLD_SIZE, as `distgraph launch`, torchrun and friends set them), or none for a
 /// single trainer. A loopback master binds gloo to 127.0.0.1 (a one-computer cluster
 /// needs no network interface). Blocks until every trainer joined, at most `timeout`.
-inline c10::intrusive_ptr<c10d::ProcessGroup> trainer_group_from_env(
+inline c10::intrusive_ptr<CollectiveGroup> trainer_group_from_env(
     std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
   RendezvousOptions base;
   base.timeout = timeout;
@@ -188,7 +199,7 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> trainer_group_from_env(
 /// sums. Collective: every trainer calls it with the same length. Blocks at most
 /// `timeout`, then throws CollectiveError.
 inline std::vector<double> all_reduce_sum(
-    c10d::ProcessGroup& group, std::span<const double> values,
+    CollectiveGroup& group, std::span<const double> values,
     std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   auto t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kDouble);
   std::copy(values.begin(), values.end(), t.data_ptr<double>());
@@ -201,7 +212,7 @@ inline std::vector<double> all_reduce_sum(
 /// The smallest and largest `value` over all trainers of `group` (one all-reduce).
 /// Collective; blocks at most `timeout`, then throws CollectiveError.
 inline std::pair<std::int64_t, std::int64_t> all_reduce_min_max(
-    c10d::ProcessGroup& group, std::int64_t value,
+    CollectiveGroup& group, std::int64_t value,
     std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   auto t = torch::tensor({value, -value}, torch::kLong);
   std::vector<torch::Tensor> ts{t};
@@ -215,7 +226,7 @@ inline std::pair<std::int64_t, std::int64_t> all_reduce_min_max(
 /// Every trainer's 1-D CPU tensor `local` concatenated in rank order (lengths may
 /// differ; they are padded to the longest for gloo's equal-size all-gather and cut back).
 /// Collective; blocks at most `timeout`, then throws CollectiveError.
-inline torch::Tensor all_gather_cat(c10d::ProcessGroup& group, const torch::Tensor& local,
+inline torch::Tensor all_gather_cat(CollectiveGroup& group, const torch::Tensor& local,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   const std::int64_t n = local.numel();
   const std::int32_t world = group.getSize();
@@ -244,7 +255,7 @@ inline torch::Tensor all_gather_cat(c10d::ProcessGroup& group, const torch::Tens
 /// Rank `root`'s `bytes` on every trainer of `group` (the others' input is replaced): how
 /// one trainer's checkpoint reaches all of them without a shared file system. Collective;
 /// blocks at most `timeout`, then throws CollectiveError.
-inline std::string broadcast_bytes(c10d::ProcessGroup& group, std::string bytes, std::int32_t root,
+inline std::string broadcast_bytes(CollectiveGroup& group, std::string bytes, std::int32_t root,
                                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   c10d::BroadcastOptions bo;
   bo.rootRank = root;
@@ -282,7 +293,7 @@ struct AllReduceOptions {
 class GradientAllReducer {
  public:
   /// Throws InvalidArgument for a null group or bucket_bytes < 1.
-  GradientAllReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
+  GradientAllReducer(c10::intrusive_ptr<CollectiveGroup> group,
                      std::vector<torch::Tensor> parameters, AllReduceOptions options = {})
       : group_(std::move(group)), params_(std::move(parameters)), options_(options) {
     if (!group_) throw InvalidArgument("GradientAllReducer: no process group");
@@ -362,7 +373,7 @@ class GradientAllReducer {
   }
 
   std::size_t num_buckets() const noexcept { return buckets_.size(); }
-  c10d::ProcessGroup& group() const noexcept { return *group_; }
+  CollectiveGroup& group() const noexcept { return *group_; }
   const AllReduceOptions& options() const noexcept { return options_; }
 
  private:
@@ -374,7 +385,7 @@ class GradientAllReducer {
     torch::Tensor flat;
   };
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CollectiveGroup> group_;
   std::vector<torch::Tensor> params_;
   AllReduceOptions options_;
   std::vector<Bucket> buckets_;

@@ -92,7 +92,7 @@ inline BlockTensors finish_block(torch::Tensor indptr, torch::Tensor indices, st
   // Row index of each CSR edge, made by one kernel rather than a loop over edges.
   auto dst_index = torch::repeat_interleave(
       torch::arange(num_dst, torch::TensorOptions().dtype(torch::kLong).device(device)), deg,
-      c10::nullopt, indices.size(0));
+      /*dim=*/{}, indices.size(0));
   return BlockTensors{std::move(indptr),
                       std::move(indices),
                       std::move(dst_index),

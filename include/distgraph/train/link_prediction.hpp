@@ -127,7 +127,7 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
 /// errors as train_node_classification; the result's metric is roc_auc.
 template <class Graph>
 NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
-                                               c10::intrusive_ptr<c10d::ProcessGroup> group = {},
+                                               c10::intrusive_ptr<CollectiveGroup> group = {},
                                                const EpochCallback& on_epoch = {}) {
   if (o.epochs < 1 || o.hidden < 1 || o.batch_size < 1 || o.num_negatives < 1 || o.fanouts.empty())
     throw InvalidArgument(

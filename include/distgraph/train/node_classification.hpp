@@ -238,7 +238,7 @@ class EmbeddingCheckpoints {
 /// differs). Collective.
 inline CheckpointReader read_checkpoint_for(const std::filesystem::path& path,
                                             const nlohmann::json& identity, std::int32_t rank,
-                                            c10d::ProcessGroup* group,
+                                            CollectiveGroup* group,
                                             std::chrono::milliseconds timeout) {
   std::string bytes;
   if (rank == 0) bytes = read_checkpoint_file(path);
@@ -375,9 +375,10 @@ inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, st
 /// graph, loaders and collectives throw (a dead peer: CollectiveError within
 /// o.collective_timeout).
 template <class Graph>
-NodeClassificationResult train_node_classification(
-    const Graph& g, const NodeClassificationOptions& o,
-    c10::intrusive_ptr<c10d::ProcessGroup> group = {}, const EpochCallback& on_epoch = {}) {
+NodeClassificationResult train_node_classification(const Graph& g,
+                                                   const NodeClassificationOptions& o,
+                                                   c10::intrusive_ptr<CollectiveGroup> group = {},
+                                                   const EpochCallback& on_epoch = {}) {
   detail::check_options(o);
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;

@@ -101,7 +101,7 @@ class MetricAccumulator {
 
   /// The metric over every trainer of `group` (none: this one alone). `automatic` is
   /// ROC-AUC for two output classes, else accuracy, agreed over the group. Collective.
-  EvalResult reduce(c10d::ProcessGroup* group, Metric metric, std::chrono::milliseconds timeout) {
+  EvalResult reduce(CollectiveGroup* group, Metric metric, std::chrono::milliseconds timeout) {
     std::int64_t classes = classes_;
     if (metric == Metric::automatic) {
       if (group != nullptr) classes = all_reduce_min_max(*group, classes, timeout).second;
@@ -154,7 +154,7 @@ class Trainer {
   /// Moves `model` to options.device. With `group`, blocks until rank 0's parameters
   /// arrive (CollectiveError after options.all_reduce.timeout).
   explicit Trainer(Model model, TrainerOptions options = {},
-                   c10::intrusive_ptr<c10d::ProcessGroup> group = {})
+                   c10::intrusive_ptr<CollectiveGroup> group = {})
       : model_(std::move(model)), options_(std::move(options)), group_(std::move(group)) {
     model_->to(options_.device);
     optimizer_ = std::make_unique<torch::optim::Adam>(
@@ -287,7 +287,7 @@ class Trainer {
   }
 
   /// The group (null for a single trainer) and the collective timeout.
-  c10d::ProcessGroup* group() const noexcept { return group_.get(); }
+  CollectiveGroup* group() const noexcept { return group_.get(); }
   std::chrono::milliseconds collective_timeout() const noexcept {
     return options_.all_reduce.timeout;
   }
@@ -371,7 +371,7 @@ class Trainer {
 
   Model model_;
   TrainerOptions options_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CollectiveGroup> group_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<GradientAllReducer> reducer_;
   std::optional<InputEmbedding> embedding_;
