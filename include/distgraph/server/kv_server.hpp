@@ -131,17 +131,7 @@ class KVServer {
 
   /// Facts trainers need: partition, counts, tensors. Extended by GraphServer.
   nlohmann::json metadata() const {
-    nlohmann::json j;
-    j["part_id"] = part_id_;
-    std::visit(
-        [&](const auto& b) {
-          j["num_parts"] = b.num_partitions();
-          j["num_nodes"] = b.num_nodes();
-          j["num_edges"] = b.num_edges();
-          j["owned_nodes"] = b.num_owned_nodes(PartId{part_id_});
-          j["owned_edges"] = b.num_owned_edges(PartId{part_id_});
-        },
-        book_);
+    nlohmann::json j = owner().to_json();
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& s : storage_->list())
       tensors.push_back({{"name", s.name},
@@ -157,18 +147,7 @@ class KVServer {
   /// with a message saying so.
   void set_checkpoint_dir(const std::filesystem::path& dir) {
     std::lock_guard lock(checkpoint_mu_);
-    CheckpointOwner owner;
-    owner.part_id = part_id_;
-    std::visit(
-        [&](const auto& b) {
-          owner.num_parts = b.num_partitions();
-          owner.num_nodes = b.num_nodes();
-          owner.num_edges = b.num_edges();
-          owner.owned_nodes = b.num_owned_nodes(PartId{part_id_});
-          owner.owned_edges = b.num_owned_edges(PartId{part_id_});
-        },
-        book_);
-    checkpoint_.emplace(std::filesystem::absolute(dir), owner);
+    checkpoint_.emplace(std::filesystem::absolute(dir), owner());
   }
 
   S& storage() noexcept { return *storage_; }
@@ -205,6 +184,23 @@ class KVServer {
   }
 
  private:
+  /// This partition and the graph's sizes: metadata's first fields, and what a tensor
+  /// checkpoint must agree with to be loaded.
+  CheckpointOwner owner() const {
+    CheckpointOwner o;
+    o.part_id = part_id_;
+    std::visit(
+        [&](const auto& b) {
+          o.num_parts = b.num_partitions();
+          o.num_nodes = b.num_nodes();
+          o.num_edges = b.num_edges();
+          o.owned_nodes = b.num_owned_nodes(PartId{part_id_});
+          o.owned_edges = b.num_owned_edges(PartId{part_id_});
+        },
+        book_);
+    return o;
+  }
+
   static bool is_known_dtype(DType t) {
     for (DType d : all_dtypes)
       if (d == t) return true;
@@ -316,8 +312,10 @@ class KVServer {
     if (!adam && q.params.kind != OptimizerKind::adagrad)
       throw ProtocolError("sparse_step: unknown optimizer kind");
     // Lazily created per-row state, named after the embedding (saved with it).
-    const std::string s1 = q.name + (adam ? ".adam_m" : ".adagrad_sum");
-    const std::string s2 = q.name + ".adam_v", st = q.name + ".adam_t";
+    const std::string s1 =
+        q.name + std::string(adam ? SparseState::adam_m : SparseState::adagrad_sum);
+    const std::string s2 = q.name + std::string(SparseState::adam_v);
+    const std::string st = q.name + std::string(SparseState::adam_t);
     {
       std::lock_guard lock(create_mu_);
       storage_->create(TensorSpec{s1, DType::float32, spec.rows, spec.cols});

@@ -168,6 +168,15 @@ struct RowsRequest {
 /// Sparse optimizer kinds applied on the servers.
 enum class OptimizerKind : std::uint8_t { adagrad = 0, adam = 1 };
 
+/// The per-row state a sparse optimizer keeps beside embedding `name`: tensors
+/// `name + suffix`, created (zeros) by the first step and saved with the embedding.
+struct SparseState {
+  static constexpr std::string_view adagrad_sum = ".adagrad_sum";  ///< Adagrad
+  static constexpr std::string_view adam_m = ".adam_m", adam_v = ".adam_v";
+  static constexpr std::string_view adam_t = ".adam_t";  ///< one column: the row's steps
+  static constexpr std::string_view all[] = {adagrad_sum, adam_m, adam_v, adam_t};
+};
+
 /// Hyper-parameters of a sparse optimizer step.
 struct SparseOptimizerParams {
   OptimizerKind kind = OptimizerKind::adagrad;

@@ -22,14 +22,10 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 
 namespace distgraph {
-
-/// The per-row optimizer state a sparse optimizer keeps beside an embedding `name`:
-/// tensors `name + suffix` (server/kv_server.hpp creates them on the first step).
-inline constexpr std::string_view sparse_state_suffixes[] = {".adagrad_sum", ".adam_m", ".adam_v",
-                                                             ".adam_t"};
 
 /// True for a checkpoint tag a client may name: 1 to 128 of [A-Za-z0-9_.-], starting
 /// with a letter or digit. Tags become one folder name under the server's checkpoint
@@ -63,8 +59,8 @@ inline std::string tensor_file_name(std::string_view name) {
   return out + ".npy";
 }
 
-/// What a partition's saved rows must agree with to be loaded back: the partition and
-/// the graph's and partition's sizes (serialised in the checkpoint's meta.json).
+/// A partition and the graph's and partition's sizes: the start of a server's metadata,
+/// and what saved rows must agree with to be loaded back (a checkpoint's meta.json).
 struct CheckpointOwner {
   std::int64_t part_id = 0, num_parts = 1;
   std::int64_t num_nodes = 0, num_edges = 0;
@@ -105,7 +101,7 @@ class TensorCheckpoint {
       if (!storage.contains(n)) throw NotFound("tensor '" + n + "'", "no such tensor to save");
       all.push_back(n);
       if (with_state)
-        for (auto suffix : sparse_state_suffixes)
+        for (auto suffix : SparseState::all)
           if (storage.contains(n + std::string(suffix))) all.push_back(n + std::string(suffix));
     }
     std::filesystem::create_directories(dir.parent_path());
@@ -220,7 +216,7 @@ class TensorCheckpoint {
         throw NotFound("tensor '" + n + "'", "not in checkpoint '" + std::string(tag) + "'");
       read(n, *t);
       if (!with_state) continue;
-      for (auto suffix : sparse_state_suffixes) {
+      for (auto suffix : SparseState::all) {
         const std::string s = n + std::string(suffix);
         if (const auto* st = saved(s))
           read(s, *st);
