@@ -1,7 +1,8 @@
 // bench_train: one epoch of GraphSAGE training, standalone and on a loopback cluster, each
 // beside the same epoch's forward and backward alone on blocks built in memory.
 //
-//   bench_train [--scale S] [--epochs E] [--runs R] [--figure NAME] [--cli PATH] [--json]
+//   bench_train [--scale S] [--epochs E] [--runs R] [--figure NAME] [--cli PATH] [--keep DIR]
+//   [--json]
 //
 // The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
 // symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
@@ -50,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/memory.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
@@ -85,6 +87,7 @@ struct Args {
   int runs = 3;             ///< bound: best of
   std::string figure;       ///< empty = all
   std::string cli = DISTGRAPH_CLI;
+  std::string keep;  ///< non-empty: write the dataset and partitions here and keep them
 };
 
 Args parse(int argc, char** argv) {
@@ -95,6 +98,7 @@ Args parse(int argc, char** argv) {
       .add("--runs", a.runs, 1, 100)
       .add("--figure", a.figure, "NAME")
       .add("--cli", a.cli, "PATH")
+      .add("--keep", a.keep, "DIR")
       .parse(argc, argv);
   return a;
 }
@@ -105,17 +109,22 @@ constexpr std::int64_t batch_size = 1000;
 const std::vector<std::int64_t> fanouts{10, 25};
 constexpr std::int64_t bound_epoch = 1;  ///< the first timed epoch
 
-/// A temporary folder, removed with everything in it on destruction.
+/// The benchmark's working folder: a temporary one, removed with everything in it on
+/// destruction, or `keep` (for profiling `distgraph train` on the same files afterwards).
 struct TempDir {
-  fs::path path =
-      fs::temp_directory_path() / ("distgraph-bench-train-" + std::to_string(::getpid()));
-  TempDir() {
+  fs::path path;
+  bool remove = true;
+  explicit TempDir(const std::string& keep)
+      : path(keep.empty() ? fs::temp_directory_path() /
+                                ("distgraph-bench-train-" + std::to_string(::getpid()))
+                          : fs::path(keep)),
+        remove(keep.empty()) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
   ~TempDir() {
     std::error_code ec;
-    fs::remove_all(path, ec);
+    if (remove) fs::remove_all(path, ec);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -443,6 +452,7 @@ void print_shares(const Bench& bench) {
 
 int main(int argc, char** argv) {
   Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
+  distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
   const Args& args = bench.args;
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
       {"sage_epoch_standalone", sage_epoch_standalone},
@@ -459,7 +469,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const TempDir tmp;
+  const TempDir tmp(args.keep);
   bench.rep.note("generating the R-MAT dataset ...");
   distgraph::Stopwatch clock;
   const distgraph::Dataset data = make_dataset(args);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "distgraph/core/memory.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/runtime/server_process.hpp"
@@ -16,6 +17,7 @@
 namespace distgraph::cli {
 
 int run_serve(std::vector<std::string> argv) {
+  retain_freed_memory();  // each request's frames are allocated and freed
   Args args("serve", std::move(argv));
   args.option("ip-config", "the cluster's ip_config.txt (machine i serves partition i)")
       .option("part-config", "the partition config (<name>.json)")

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "distgraph/core/memory.hpp"
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/load_partition.hpp"
@@ -297,6 +298,7 @@ void write_secret(const fs::path& path) {
 }  // namespace
 
 int run_train(std::vector<std::string> argv) {
+  retain_freed_memory();  // every batch's tensors are allocated and freed
   const std::vector<std::string> original = argv;
   Args args("train", std::move(argv));
   args.flag("standalone", "train in this process with no servers")

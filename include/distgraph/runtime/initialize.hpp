@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "distgraph/core/memory.hpp"
 #include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/standalone.hpp"
 #include "distgraph/runtime/environment.hpp"
@@ -40,6 +41,9 @@ struct InitOptions {
   /// Standalone runs: where the in-process servers save tensors on request (as
   /// `distgraph serve --checkpoint-dir`).
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
+  /// Keep freed memory in the process for reuse (retain_freed_memory(), core/memory.hpp):
+  /// faster batches, at the price of never returning the peak heap. Every role.
+  bool retain_freed_memory = true;
 };
 
 /// A trainer's (or standalone run's) place in the job and its connection to the data.
@@ -102,6 +106,7 @@ inline void run_server_role(const Environment& e) {
 
 /// Builds the context for `e` (see initialize); exposed for tests.
 inline Context make_context(Environment e, const InitOptions& opts) {
+  if (opts.retain_freed_memory) retain_freed_memory();
   Context c;
   c.env_ = std::move(e);
   auto& env = c.env_;
