@@ -273,3 +273,26 @@ TEST_CASE("the dropout mask keeps 1 - p of the values, scaled, reproducibly unde
   const auto odd = distgraph::detail::dropout_mask({5, 3}, 0.5, torch::kFloat);
   CHECK(((odd == 0) | (odd == 2)).all().item<bool>());
 }
+
+TEST_CASE("dropout multiplies by the mask of its seed and drops the gradient at the same places",
+          "[train]") {
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    // 4099 values: whole groups of four and a tail.
+    const auto x = torch::randn({4099}, dtype).requires_grad_(true);
+    torch::manual_seed(11);
+    const auto mask = distgraph::detail::dropout_mask({4099}, 0.4, dtype);
+    torch::manual_seed(11);
+    const auto y = distgraph::dropout(x, 0.4);
+    CHECK(torch::equal(y, x.detach() * mask));
+    const auto upstream = torch::randn({4099}, dtype);
+    y.backward(upstream);
+    CHECK(torch::equal(x.grad(), upstream * mask));
+    torch::manual_seed(11);  // without autograd: the same values
+    CHECK(torch::equal(distgraph::dropout(x.detach(), 0.4), y.detach()));
+    CHECK(torch::equal(distgraph::dropout(x.detach(), 0.0), x.detach()));
+  }
+  // Other dtypes fall back to rand_like and keep their dtype.
+  const auto h = distgraph::dropout(torch::ones({64}, torch::kHalf), 0.5);
+  CHECK(h.scalar_type() == torch::kHalf);
+  CHECK(((h == 0) | (h == 2)).all().item<bool>());
+}

@@ -1,57 +1,21 @@
 // GraphSAGE: a stack of SAGEConv layers with ReLU and dropout, run over a mini-batch's blocks.
 #pragma once
 
-#include <ATen/Parallel.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/train/block_tensors.hpp"
+#include "distgraph/train/dropout.hpp"
 #include "distgraph/train/sage_conv.hpp"
 
 namespace distgraph {
-
-namespace detail {
-
-/// An inverted-dropout mask of `sizes` on the CPU: each value is 1 / (1 - p) with
-/// probability 1 - p, else 0. One splitmix64 hash of (seed + group) decides four values,
-/// 16 bits each (keep when the 16 bits, as a fraction of 2^16, reach p), the seed drawn
-/// from torch's default generator. Parallel over ATen's intra-op threads; the result does
-/// not depend on their number. (Hashing every value alone made this the costliest step of
-/// a training batch once matrix products ran on an optimised BLAS.)
-inline torch::Tensor dropout_mask(torch::IntArrayRef sizes, double p, torch::ScalarType dtype) {
-  const auto seed = static_cast<std::uint64_t>(
-      torch::randint(std::numeric_limits<std::int64_t>::max(), {1}, torch::kLong)
-          .item<std::int64_t>());
-  auto mask = torch::empty(sizes, torch::kFloat);
-  float* out = mask.data_ptr<float>();
-  const std::int64_t n = mask.numel();
-  const auto scale = static_cast<float>(1.0 / (1.0 - p));
-  const auto threshold = static_cast<std::uint64_t>(p * 65536.0);
-  const std::int64_t groups = (n + 3) / 4;
-  at::parallel_for(0, groups, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t g = begin; g < end; ++g) {
-      std::uint64_t z = seed + static_cast<std::uint64_t>(g) * 0x9e3779b97f4a7c15ULL;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      const std::int64_t first = g * 4, last = std::min(first + 4, n);
-      for (std::int64_t i = first; i < last; ++i, z >>= 16)
-        out[i] = (z & 0xffff) >= threshold ? scale : 0.0f;
-    }
-  });
-  return dtype == torch::kFloat ? mask : mask.to(dtype);
-}
-
-}  // namespace detail
 
 /// Shape and regularisation of a GraphSAGE model (designated initialisers).
 struct GraphSAGEOptions {
@@ -120,15 +84,9 @@ class GraphSAGEImpl : public torch::nn::Module {
   SAGEConv& layer(std::size_t l) { return convs_.at(l); }
 
  private:
-  /// Inverted dropout. On the CPU the mask comes from a counter-based hash seeded by one
-  /// draw of torch's generator (reproducible under torch::manual_seed): Debian's CPU
-  /// build of torch's random kernels made Cora's input dropout (2000 x 1433 values) 75% of
-  /// an epoch, 140 ms, against a few ms for this mask. Elsewhere rand_like.
+  /// Inverted dropout while training (distgraph::dropout: hash-based on the CPU).
   torch::Tensor dropout(const torch::Tensor& x, double p) const {
-    if (!is_training() || p == 0.0) return x;
-    if (!x.device().is_cpu())
-      return x * (torch::rand_like(x) >= p).to(x.scalar_type()) * (1.0 / (1.0 - p));
-    return x * detail::dropout_mask(x.sizes(), p, x.scalar_type());
+    return is_training() ? distgraph::dropout(x, p) : x;
   }
 
   GraphSAGEOptions options_;

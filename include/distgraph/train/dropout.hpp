@@ -1,0 +1,126 @@
+// Inverted dropout on the CPU from a counter-based hash: no mask tensor, no random kernel.
+#pragma once
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace distgraph {
+
+namespace detail {
+
+/// One draw of torch's default generator: the seed of one dropout call (so runs repeat
+/// under torch::manual_seed, and a resumed run repeats an epoch's masks).
+inline std::uint64_t draw_dropout_seed() {
+  return static_cast<std::uint64_t>(
+      torch::randint(std::numeric_limits<std::int64_t>::max(), {1}, torch::kLong)
+          .item<std::int64_t>());
+}
+
+/// `v` if `bits16 >= threshold`, else +0: a bit mask, so that no optimisation level turns
+/// it into a branch (a coin-flip branch per value made dropout cost as much as a layer's
+/// matrix products).
+template <class T>
+inline T keep_or_zero(std::uint64_t bits16, std::uint64_t threshold, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  Bits b;
+  std::memcpy(&b, &v, sizeof b);
+  b &= Bits{0} - static_cast<Bits>(bits16 >= threshold);
+  std::memcpy(&v, &b, sizeof b);
+  return v;
+}
+
+/// out[i] = in[i] * (kept(i) ? scale : 0) for i in [0, n), in == nullptr reading as ones.
+/// Value i is kept when 16 bits of splitmix64(seed + (i / 4) * golden) (bits 16 * (i % 4)
+/// onwards), as a fraction of 2^16, reach p: one hash decides four values. Parallel over
+/// ATen's intra-op threads; the result does not depend on their number.
+template <class T>
+inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed, double p) {
+  const auto scale = static_cast<T>(1.0 / (1.0 - p));
+  const auto threshold = static_cast<std::uint64_t>(p * 65536.0);
+  const std::int64_t groups = (n + 3) / 4;
+  at::parallel_for(0, groups, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t g = begin; g < end; ++g) {
+      std::uint64_t z = seed + static_cast<std::uint64_t>(g) * 0x9e3779b97f4a7c15ULL;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      const std::int64_t first = g * 4;
+      if (first + 4 <= n) {  // unrolled: the common case
+        for (int k = 0; k < 4; ++k) {
+          const T v = in ? in[first + k] * scale : scale;
+          out[first + k] = keep_or_zero((z >> (16 * k)) & 0xffff, threshold, v);
+        }
+      } else {
+        for (std::int64_t i = first; i < n; ++i, z >>= 16)
+          out[i] = keep_or_zero(z & 0xffff, threshold, in ? in[i] * scale : scale);
+      }
+    }
+  });
+}
+
+/// `x` (float or double, any shape) with hash_dropout applied under `seed`, as a new
+/// contiguous tensor.
+inline torch::Tensor hash_dropout(const torch::Tensor& x, std::uint64_t seed, double p) {
+  const auto in = x.contiguous();
+  auto out = torch::empty_like(in, torch::MemoryFormat::Contiguous);
+  if (in.scalar_type() == torch::kDouble)
+    hash_dropout(in.data_ptr<double>(), out.data_ptr<double>(), in.numel(), seed, p);
+  else
+    hash_dropout(in.data_ptr<float>(), out.data_ptr<float>(), in.numel(), seed, p);
+  return out;
+}
+
+/// Autograd of hash dropout: the backward pass recomputes the mask from the seed instead
+/// of keeping one (the gradient is dropped out exactly where the input was).
+struct HashDropoutFunction : torch::autograd::Function<HashDropoutFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               std::int64_t seed, double p) {
+    ctx->saved_data["seed"] = seed;
+    ctx->saved_data["p"] = p;
+    return hash_dropout(x, static_cast<std::uint64_t>(seed), p);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto seed = static_cast<std::uint64_t>(ctx->saved_data["seed"].toInt());
+    return {hash_dropout(grads[0], seed, ctx->saved_data["p"].toDouble()), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+/// An inverted-dropout mask of `sizes`: each value 1 / (1 - p) with probability 1 - p,
+/// else 0, exactly the factors `dropout` multiplies by under the same seed (drawn from
+/// torch's default generator).
+inline torch::Tensor dropout_mask(torch::IntArrayRef sizes, double p, torch::ScalarType dtype) {
+  auto mask = torch::empty(sizes, dtype == torch::kDouble ? torch::kDouble : torch::kFloat);
+  const std::uint64_t seed = draw_dropout_seed();
+  if (mask.scalar_type() == torch::kDouble)
+    hash_dropout<double>(nullptr, mask.data_ptr<double>(), mask.numel(), seed, p);
+  else
+    hash_dropout<float>(nullptr, mask.data_ptr<float>(), mask.numel(), seed, p);
+  return mask.scalar_type() == dtype ? mask : mask.to(dtype);
+}
+
+}  // namespace detail
+
+/// Inverted dropout of `x` with probability `p` (a no-op for p == 0). CPU float and double
+/// tensors: a hash of one seed from torch's generator decides each value (reproducible
+/// under torch::manual_seed, and no mask is stored for the backward pass: Debian's CPU
+/// build of torch's random kernels made Cora's input dropout 75% of an epoch). Other
+/// devices and dtypes: rand_like.
+inline torch::Tensor dropout(const torch::Tensor& x, double p) {
+  if (p == 0.0) return x;
+  if (!x.device().is_cpu() ||
+      (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble))
+    return x * (torch::rand_like(x) >= p).to(x.scalar_type()) * (1.0 / (1.0 - p));
+  const auto seed = static_cast<std::int64_t>(detail::draw_dropout_seed());
+  if (!x.requires_grad()) return detail::hash_dropout(x, static_cast<std::uint64_t>(seed), p);
+  return detail::HashDropoutFunction::apply(x, seed, p);
+}
+
+}  // namespace distgraph
