@@ -13,6 +13,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/train/block_tensors.hpp"
+#include "distgraph/train/csr_sum.hpp"
 
 namespace distgraph {
 
@@ -46,9 +47,9 @@ struct SAGEConvOptions {
 
 /// DGL's `SAGEConv` on one block: parameters `fc_self` (absent for gcn), `fc_neigh`,
 /// `fc_pool` (pool only, with bias) and `bias`, initialised as DGL does (Xavier-uniform with
-/// the ReLU gain, zero bias). Aggregation is index_select of the edges' source rows, then
-/// index_add_ (sum, mean, gcn) or scatter_reduce "amax" (pool) into the destination rows:
-/// autograd ops, so gradients flow to the inputs and every parameter. Zero in-degree
+/// the ReLU gain, zero bias). Aggregation is csr_sum over the block's CSR (sum, mean, gcn)
+/// or index_select then scatter_reduce "amax" (pool) into the destination rows: autograd
+/// ops, so gradients flow to the inputs and every parameter. Zero in-degree
 /// destinations aggregate to 0. As in DGL, mean and gcn project before aggregating when
 /// in_feats > out_feats (the same function, on fewer columns). Use through the `SAGEConv`
 /// holder; not thread-safe during training (a torch module).
@@ -141,8 +142,7 @@ class SAGEConvImpl : public torch::nn::Module {
 
   /// Sum of `msg` rows over each destination's in-edges, [num_dst, msg.size(1)].
   static torch::Tensor sum_in(const BlockTensors& block, const torch::Tensor& msg) {
-    return torch::zeros({block.num_dst, msg.size(1)}, msg.options())
-        .index_add(0, block.dst_index, msg.index_select(0, block.indices));
+    return csr_sum(block, msg);
   }
 
   /// In-degrees plus `extra` as a [num_dst, 1] divisor in msg's dtype, at least 1 (so
