@@ -3,8 +3,6 @@
 
 #include <malloc.h>
 
-#include <cstddef>
-
 namespace distgraph {
 
 /// Makes glibc's malloc keep freed memory for reuse instead of handing it back to the kernel:

@@ -227,12 +227,14 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
   /// Forgets cached tensors whose file is gone or is another file now. Caller holds
   /// `mutex` exclusively.
   void drop_replaced_files() const {
-    for (auto it = state_->cache.begin(); it != state_->cache.end();) {
-      struct stat st {};
-      const bool same = ::stat(tensor_file(it->first).c_str(), &st) == 0 &&
-                        st.st_dev == it->second->dev && st.st_ino == it->second->ino;
-      it = same ? std::next(it) : state_->cache.erase(it);
-    }
+    for (auto it = state_->cache.begin(); it != state_->cache.end();)
+      it = maps_file_now(it->first, *it->second) ? std::next(it) : state_->cache.erase(it);
+  }
+
+  /// Whether `m` maps the file that is tensor `name`'s now (not a removed or replaced one).
+  bool maps_file_now(std::string_view name, const Mapped& m) const {
+    struct stat st {};
+    return ::stat(tensor_file(name).c_str(), &st) == 0 && st.st_dev == m.dev && st.st_ino == m.ino;
   }
 
   /// Maps tensor `name`'s file and checks its header; nullptr when there is no file.
@@ -321,11 +323,10 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
   /// made loading a checkpoint into an existing 400 MB table 30 times slower than reading
   /// the file. Caller holds the folder's flock, so the file cannot change meanwhile.
   std::shared_ptr<const Mapped> current_mapping(std::string_view name) {
-    struct stat st {};
-    if (::stat(tensor_file(name).c_str(), &st) == 0) {
+    {
       std::shared_lock lock(state_->mutex);
       if (const auto it = state_->cache.find(name);
-          it != state_->cache.end() && it->second->dev == st.st_dev && it->second->ino == st.st_ino)
+          it != state_->cache.end() && maps_file_now(name, *it->second))
         return it->second;
     }
     auto t = map_file(name);

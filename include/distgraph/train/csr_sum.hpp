@@ -76,7 +76,8 @@ struct CsrSumFunction : torch::autograd::Function<CsrSumFunction> {
       csr_scatter_sum(indptr.data_ptr<std::int64_t>(), indices.data_ptr<std::int64_t>(),
                       g.data_ptr<scalar_t>(), grad_src.data_ptr<scalar_t>(), num_dst, f);
     });
-    return {grad_src, torch::Tensor(), torch::Tensor()};
+    const torch::Tensor none;  // indptr and indices are integers: no gradient
+    return {grad_src, none, none};
   }
 };
 

@@ -35,10 +35,10 @@ inline T keep_or_zero(std::uint64_t bits16, std::uint64_t threshold, T v) {
   return v;
 }
 
-/// out[i] = in[i] * (kept(i) ? scale : 0) for i in [0, n), in == nullptr reading as ones.
-/// Value i is kept when 16 bits of splitmix64(seed + (i / 4) * golden) (bits 16 * (i % 4)
-/// onwards), as a fraction of 2^16, reach p: one hash decides four values. Parallel over
-/// ATen's intra-op threads; the result does not depend on their number.
+/// out[i] = in[i] * (kept(i) ? scale : 0) for i in [0, n). Value i is kept when 16 bits
+/// of splitmix64(seed + (i / 4) * golden) (bits 16 * (i % 4) onwards), as a fraction of
+/// 2^16, reach p: one hash decides four values. Parallel over ATen's intra-op threads; the
+/// result does not depend on their number.
 template <class T>
 inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed, double p) {
   const auto scale = static_cast<T>(1.0 / (1.0 - p));
@@ -52,13 +52,11 @@ inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed
       z ^= z >> 31;
       const std::int64_t first = g * 4;
       if (first + 4 <= n) {  // unrolled: the common case
-        for (int k = 0; k < 4; ++k) {
-          const T v = in ? in[first + k] * scale : scale;
-          out[first + k] = keep_or_zero((z >> (16 * k)) & 0xffff, threshold, v);
-        }
+        for (int k = 0; k < 4; ++k)
+          out[first + k] = keep_or_zero((z >> (16 * k)) & 0xffff, threshold, in[first + k] * scale);
       } else {
         for (std::int64_t i = first; i < n; ++i, z >>= 16)
-          out[i] = keep_or_zero(z & 0xffff, threshold, in ? in[i] * scale : scale);
+          out[i] = keep_or_zero(z & 0xffff, threshold, in[i] * scale);
       }
     }
   });
@@ -69,10 +67,9 @@ inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed
 inline torch::Tensor hash_dropout(const torch::Tensor& x, std::uint64_t seed, double p) {
   const auto in = x.contiguous();
   auto out = torch::empty_like(in, torch::MemoryFormat::Contiguous);
-  if (in.scalar_type() == torch::kDouble)
-    hash_dropout(in.data_ptr<double>(), out.data_ptr<double>(), in.numel(), seed, p);
-  else
-    hash_dropout(in.data_ptr<float>(), out.data_ptr<float>(), in.numel(), seed, p);
+  AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "hash_dropout", [&] {
+    hash_dropout(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), seed, p);
+  });
   return out;
 }
 
@@ -88,22 +85,18 @@ struct HashDropoutFunction : torch::autograd::Function<HashDropoutFunction> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto seed = static_cast<std::uint64_t>(ctx->saved_data["seed"].toInt());
-    return {hash_dropout(grads[0], seed, ctx->saved_data["p"].toDouble()), torch::Tensor(),
-            torch::Tensor()};
+    const torch::Tensor none;  // seed and p are numbers: no gradient
+    return {hash_dropout(grads[0], seed, ctx->saved_data["p"].toDouble()), none, none};
   }
 };
 
 /// An inverted-dropout mask of `sizes`: each value 1 / (1 - p) with probability 1 - p,
 /// else 0, exactly the factors `dropout` multiplies by under the same seed (drawn from
-/// torch's default generator).
+/// torch's default generator): the dropout of a tensor of ones.
 inline torch::Tensor dropout_mask(torch::IntArrayRef sizes, double p, torch::ScalarType dtype) {
-  auto mask = torch::empty(sizes, dtype == torch::kDouble ? torch::kDouble : torch::kFloat);
-  const std::uint64_t seed = draw_dropout_seed();
-  if (mask.scalar_type() == torch::kDouble)
-    hash_dropout<double>(nullptr, mask.data_ptr<double>(), mask.numel(), seed, p);
-  else
-    hash_dropout<float>(nullptr, mask.data_ptr<float>(), mask.numel(), seed, p);
-  return mask.scalar_type() == dtype ? mask : mask.to(dtype);
+  const auto work = dtype == torch::kDouble ? torch::kDouble : torch::kFloat;
+  const auto mask = hash_dropout(torch::ones(sizes, work), draw_dropout_seed(), p);
+  return work == dtype ? mask : mask.to(dtype);
 }
 
 }  // namespace detail
@@ -118,9 +111,9 @@ inline torch::Tensor dropout(const torch::Tensor& x, double p) {
   if (!x.device().is_cpu() ||
       (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble))
     return x * (torch::rand_like(x) >= p).to(x.scalar_type()) * (1.0 / (1.0 - p));
-  const auto seed = static_cast<std::int64_t>(detail::draw_dropout_seed());
-  if (!x.requires_grad()) return detail::hash_dropout(x, static_cast<std::uint64_t>(seed), p);
-  return detail::HashDropoutFunction::apply(x, seed, p);
+  // Without autograd on x (input features), apply records nothing.
+  return detail::HashDropoutFunction::apply(
+      x, static_cast<std::int64_t>(detail::draw_dropout_seed()), p);
 }
 
 }  // namespace distgraph
