@@ -14,13 +14,15 @@ int main(int argc, char** argv) try {
   distgraph::Context ctx = distgraph::initialize(init);
   if (ctx.is_server()) return 0;  // a server role served until shutdown
 
-  // Gradients are averaged over every trainer of the job (none alone).
-  auto group = distgraph::trainer_group_from_env();
-
   distgraph::NodeClassificationOptions recipe;         // the defaults of `distgraph train`
   recipe.out = argc > 2 ? argv[2] : "train_sage-run";  // metrics.csv, curves.svg, checkpoint
+
+  // Gradients are averaged over every trainer of the job (none alone): through gloo, or
+  // NCCL when recipe.device is a GPU of each trainer's own and libtorch has NCCL.
+  auto groups = distgraph::trainer_groups_from_env(recipe.device);
+
   const auto result = distgraph::train_node_classification(
-      ctx.graph(), recipe, group, [](const distgraph::EpochRow& r, distgraph::Metric m) {
+      ctx.graph(), recipe, groups, [](const distgraph::EpochRow& r, distgraph::Metric m) {
         std::printf("epoch %lld loss %.4f val %s %.4f\n", static_cast<long long>(r.epoch), r.loss,
                     distgraph::to_string(m), r.val_metric);
       });

@@ -29,11 +29,11 @@ namespace {
 
 constexpr std::chrono::milliseconds collective_timeout{30000};
 
-/// Runs `body(rank, group)` on `world` threads, each with its own gloo group meeting
-/// through a TCPStore that rank 0 hosts on a free port of 127.0.0.1. Rethrows the first
-/// exception of any rank after all have finished.
-void with_group(int world,
-                const std::function<void(int, c10::intrusive_ptr<CollectiveGroup>)>& body) {
+/// Runs `body(rank, store, options)` on `world` threads, each connected to a TCPStore
+/// that rank 0 hosts on a free port of 127.0.0.1 (options: loopback, that port). Rethrows
+/// the first exception of any rank after all have finished.
+void with_store(int world, const std::function<void(int, const c10::intrusive_ptr<c10d::Store>&,
+                                                    const RendezvousOptions&)>& body) {
   std::promise<std::uint16_t> port;
   auto port_future = port.get_future().share();
   std::vector<std::future<void>> done;
@@ -56,7 +56,7 @@ void with_group(int world,
         o.master_port = port_future.get();
         store = make_tcp_store(o);
       }
-      body(r, make_gloo_group(store, o));
+      body(r, store, o);
     }));
   std::exception_ptr first;
   for (auto& f : done) {
@@ -68,6 +68,14 @@ void with_group(int world,
     }
   }
   if (first) std::rethrow_exception(first);
+}
+
+/// Runs `body(rank, group)` on `world` threads, each with its own gloo group (see
+/// with_store).
+void with_group(int world,
+                const std::function<void(int, c10::intrusive_ptr<CollectiveGroup>)>& body) {
+  with_store(world, [&](int r, const c10::intrusive_ptr<c10d::Store>& store,
+                        const RendezvousOptions& o) { body(r, make_gloo_group(store, o)); });
 }
 
 /// An SBM node-classification graph in memory (features well separated by class).
@@ -166,6 +174,38 @@ TEST_CASE("gradients are averaged over two gloo trainers in several buckets", "[
   CHECK(torch::allclose(grads[0][1], torch::full({5}, 2.0)));
   CHECK(torch::allclose(grads[0][2], torch::full({2, 2}, 4.5, torch::kDouble)));
   CHECK(torch::allclose(grads[0][3], torch::full({40}, 6.0)));
+}
+
+TEST_CASE("CPU trainers' gradients share the gloo control group", "[train][net]") {
+  with_store(
+      2, [](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
+        const TrainerGroups g = make_trainer_groups(store, o, torch::kCPU);
+        REQUIRE(g.control);
+        CHECK(g.gradients.get() == g.control.get());
+        CHECK(g.control->getRank() == rank);
+        const auto sums = all_reduce_sum(*g.gradients, std::vector<double>{1.0 + rank});
+        CHECK(sums[0] == 3.0);
+      });
+}
+
+TEST_CASE("a trainer refuses a gradient group that is not its own group's", "[train][net]") {
+  SbmFixture f;
+  with_group(2, [&](int rank, c10::intrusive_ptr<CollectiveGroup> group) {
+    // A one-trainer group: same process, another size.
+    RendezvousOptions solo{.master_addr = "127.0.0.1",
+                           .master_port = 0,
+                           .rank = 0,
+                           .world_size = 1,
+                           .timeout = collective_timeout,
+                           .hostname = "127.0.0.1",
+                           .interface = {}};
+    TrainerOptions to{.lr = 0.01, .weight_decay = 0};
+    to.gradient_group = make_gloo_group(make_tcp_store(solo), solo);
+    CHECK_THROWS_AS(Trainer<>(f.model(), to, group), InvalidArgument);
+    CHECK_THROWS_AS(Trainer<>(f.model(), to), InvalidArgument);  // and none without a group
+    // Both ranks fail before any collective, so the pair's group is still in step.
+    CHECK(all_reduce_sum(*group, std::vector<double>{1.0 * rank})[0] == 1.0);
+  });
 }
 
 TEST_CASE("a trainer learns an SBM graph well above chance and reports its epoch times",

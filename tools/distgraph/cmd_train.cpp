@@ -191,11 +191,11 @@ int trainer_threads(const Environment& env) {
   return std::max(1, cores / std::max(1, local_machines * std::max(1, env.num_trainers)));
 }
 
-/// Runs the task `--task` names on `g` (collective over `group`).
+/// Runs the task `--task` names on `g` (collective over `groups`).
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
                                   const NodeClassificationOptions& recipe,
-                                  c10::intrusive_ptr<CollectiveGroup> group, bool report) {
+                                  const TrainerGroups& group, bool report) {
   const auto task = a.get_or("task", "node");
   if (task == "node")
     return train_node_classification(
@@ -222,7 +222,7 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
 
 /// The trainer role (started by `distgraph launch`): connect, train, report.
 int run_trainer_role(const Args& args) {
-  const NodeClassificationOptions recipe = recipe_from(args);
+  NodeClassificationOptions recipe = recipe_from(args);
   const bool json = args.has("json");
   Context ctx = initialize();
   if (ctx.is_server()) return 0;
@@ -230,7 +230,12 @@ int run_trainer_role(const Args& args) {
   std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
                static_cast<int>(::getpid()), ctx.machine_id());
   set_threads(trainer_threads(ctx.environment()));
-  const auto group = trainer_group_from_env(recipe.collective_timeout);
+  // Plain "cuda": the trainers of a machine take its GPUs in turn (NCCL needs one each).
+  if (args.get_or("device", "cpu") == "cuda")
+    recipe.device = torch::Device(
+        torch::kCUDA,
+        static_cast<c10::DeviceIndex>(ctx.local_rank() % torch::cuda::device_count()));
+  const auto group = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
   const auto res = run_task(args, g, recipe, group, rank0);
@@ -384,7 +389,7 @@ int run_train(std::vector<std::string> argv) {
     io.part_config = config;
     io.checkpoint_dir = out / "server-checkpoints";
     Context ctx = make_context(Environment{}, io);
-    const auto res = run_task(args, ctx.graph(), recipe, {}, true);
+    const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true);
     print_result(result_json(res), json);
     return 0;
   }

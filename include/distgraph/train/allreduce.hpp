@@ -3,13 +3,18 @@
 
 #include <torch/types.h>
 #include <torch/version.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -17,6 +22,10 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
 #include <vector>
+#if defined(USE_C10D_NCCL)  // a CUDA libtorch built with c10d's NCCL backend
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include "distgraph/core/error.hpp"
 
@@ -127,6 +136,22 @@ void run_collective(const char* what, std::int32_t rank, std::chrono::millisecon
 
 }  // namespace detail
 
+namespace detail {
+
+/// The environment's rendezvous; a loopback master binds gloo to 127.0.0.1 (a
+/// one-computer cluster needs no network interface).
+inline RendezvousOptions trainer_rendezvous(std::chrono::milliseconds timeout) {
+  RendezvousOptions base;
+  base.timeout = timeout;
+  RendezvousOptions o = rendezvous_from_env(base);
+  const auto& a = o.master_addr;
+  if (o.interface.empty() && (a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost"))
+    o.hostname = "127.0.0.1";
+  return o;
+}
+
+}  // namespace detail
+
 /// A TCPStore for the rendezvous: rank 0 hosts it on master_port (0 = any free port; read
 /// it back with `store->getPort()`), the others connect to master_addr:master_port.
 /// Blocks until connected, at most `timeout`; throws CollectiveError when it cannot.
@@ -179,19 +204,48 @@ inline c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_group(
   }
 }
 
+/// Whether this build can make NCCL groups (libtorch with CUDA and c10d's NCCL backend).
+inline constexpr bool has_nccl =
+#if defined(USE_C10D_NCCL)
+    true;
+#else
+    false;
+#endif
+
+#if defined(USE_C10D_NCCL)
+/// An NCCL process group of `o.world_size` trainers meeting through `store` (under the
+/// key prefix "nccl/", so the same store can also hold a gloo group's rendezvous). For
+/// CUDA tensors only, one device per trainer (NCCL refuses two ranks on one GPU).
+/// Collectives block the calling thread until done (blocking wait), so a dead peer gives
+/// CollectiveError after o.timeout, as with gloo, instead of a watchdog abort.
+inline c10::intrusive_ptr<c10d::ProcessGroupNCCL> make_nccl_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
+  detail::check_rank(o.rank, o.world_size, "make_nccl_group");
+  // Read by the group's constructor: the 1.x name, then the 2.x one; a user's value stays.
+  ::setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = o.timeout;
+  try {
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        c10::make_intrusive<c10d::PrefixStore>("nccl", store), o.rank, o.world_size, opts);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    throw CollectiveError("NCCL process group (trainer " + std::to_string(o.rank) + " of " +
+                          std::to_string(o.world_size) + "): " + msg);
+  }
+}
+#endif
+
 /// The trainers' gloo group as the environment describes it (MASTER_ADDR, MASTER_PORT,
 /// RANK, WORLD_SIZE, as `distgraph launch`, torchrun and friends set them), or none for a
 /// single trainer. A loopback master binds gloo to 127.0.0.1 (a one-computer cluster
 /// needs no network interface). Blocks until every trainer joined, at most `timeout`.
 inline c10::intrusive_ptr<CollectiveGroup> trainer_group_from_env(
     std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
-  RendezvousOptions base;
-  base.timeout = timeout;
-  RendezvousOptions o = rendezvous_from_env(base);
+  const RendezvousOptions o = detail::trainer_rendezvous(timeout);
   if (o.world_size <= 1) return {};
-  const auto& a = o.master_addr;
-  if (o.interface.empty() && (a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost"))
-    o.hostname = "127.0.0.1";
   return make_gloo_group(make_tcp_store(o), o);
 }
 
@@ -275,6 +329,71 @@ inline std::string broadcast_bytes(CollectiveGroup& group, std::string bytes, st
                          [&] { return group.broadcast(ts, bo); });
   return std::string(reinterpret_cast<const char*>(data.data_ptr<std::uint8_t>()),
                      static_cast<std::size_t>(n));
+}
+
+/// The process groups of data-parallel trainers: `control` (gloo) carries the small CPU
+/// collectives (batch counts, metrics, checkpoints); `gradients` averages the gradients
+/// and broadcasts the parameters: NCCL when the parameters live on CUDA devices and this
+/// build has NCCL, else the control group itself. Both null for a single trainer.
+struct TrainerGroups {
+  c10::intrusive_ptr<CollectiveGroup> control;
+  c10::intrusive_ptr<CollectiveGroup> gradients;
+
+  TrainerGroups() = default;
+  /// One group for everything (none: a single trainer).
+  template <class Group>
+  requires std::convertible_to<Group*, CollectiveGroup*> TrainerGroups(
+      c10::intrusive_ptr<Group> group)  // NOLINT: implicit, as a group converts
+      : control(group), gradients(std::move(group)) {}
+  TrainerGroups(c10::intrusive_ptr<CollectiveGroup> control_group,
+                c10::intrusive_ptr<CollectiveGroup> gradient_group)
+      : control(std::move(control_group)), gradients(std::move(gradient_group)) {}
+};
+
+/// The groups of trainer `o.rank` meeting through `store`, for parameters on `device`: a
+/// gloo control group, and for the gradients an NCCL group when this build has NCCL and
+/// every trainer trains on its own CUDA device (no two on one GPU of one host: NCCL
+/// refuses that), else the control group itself (gloo also reduces CUDA tensors). The
+/// trainers exchange their devices first, so all build the same groups. Collective;
+/// blocks at most o.timeout, then throws CollectiveError.
+inline TrainerGroups make_trainer_groups(const c10::intrusive_ptr<c10d::Store>& store,
+                                         const RendezvousOptions& o, torch::Device device) {
+  TrainerGroups g;
+  g.control = make_gloo_group(store, o);
+  g.gradients = g.control;
+#if defined(USE_C10D_NCCL)
+  {
+    std::array<char, 256> host{};
+    ::gethostname(host.data(), host.size() - 1);
+    const auto me = torch::tensor({std::int64_t{device.is_cuda()},
+                                   static_cast<std::int64_t>(std::hash<std::string>{}(host.data())),
+                                   std::int64_t{device.has_index() ? device.index() : 0}},
+                                  torch::kLong);
+    const auto all = all_gather_cat(*g.control, me, o.timeout);  // (cuda?, host, device) each
+    const std::int64_t* v = all.data_ptr<std::int64_t>();
+    bool cuda_everywhere = true;
+    std::set<std::pair<std::int64_t, std::int64_t>> seats;
+    for (std::int64_t r = 0; r < o.world_size; ++r) {
+      cuda_everywhere = cuda_everywhere && v[3 * r] != 0;
+      seats.emplace(v[3 * r + 1], v[3 * r + 2]);
+    }
+    if (cuda_everywhere && static_cast<std::int64_t>(seats.size()) == o.world_size)
+      g.gradients = make_nccl_group(store, o);
+  }
+#else
+  (void)device;
+#endif
+  return g;
+}
+
+/// The trainers' groups as the environment describes it (see trainer_group_from_env and
+/// make_trainer_groups), or none for a single trainer. Blocks until every trainer joined,
+/// at most `timeout`; throws CollectiveError otherwise.
+inline TrainerGroups trainer_groups_from_env(
+    torch::Device device, std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
+  const RendezvousOptions o = detail::trainer_rendezvous(timeout);
+  if (o.world_size <= 1) return {};
+  return make_trainer_groups(make_tcp_store(o), o, device);
 }
 
 /// How GradientAllReducer buckets (designated initialisers).

@@ -127,8 +127,9 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
 /// errors as train_node_classification; the result's metric is roc_auc.
 template <class Graph>
 NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
-                                               c10::intrusive_ptr<CollectiveGroup> group = {},
+                                               const TrainerGroups& groups = {},
                                                const EpochCallback& on_epoch = {}) {
+  const auto& group = groups.control;
   if (o.epochs < 1 || o.hidden < 1 || o.batch_size < 1 || o.num_negatives < 1 || o.fanouts.empty())
     throw InvalidArgument(
         "link prediction: epochs, hidden, batch size and negatives must be >= 1, with fanouts");
@@ -169,6 +170,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
   torch::manual_seed(o.seed);
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
   to.all_reduce.timeout = o.collective_timeout;
+  to.gradient_group = groups.gradients;
   Trainer<> trainer(
       GraphSAGE(GraphSAGEOptions{.in_feats = res.feat_dim,
                                  .hidden = o.hidden,

@@ -366,20 +366,22 @@ inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, st
 }  // namespace detail
 
 /// Trains GraphSAGE on the node classification task of `g` (node data `feat`, `label`
-/// and the boolean masks named in `o`) and evaluates it: each trainer of `group` (none:
-/// one trainer) takes its node_split share of the training nodes; every epoch trains,
+/// and the boolean masks named in `o`) and evaluates it: each trainer of `groups` (a
+/// TrainerGroups, or one group for everything; none: one trainer) takes its node_split
+/// share of the training nodes; every epoch trains,
 /// then evaluates on the validation set; the test set is evaluated at the end. Rank 0
 /// writes the run log and a checkpoint into `o.out` after every epoch and result.json at
-/// the end. Collective over `group`. Throws InvalidArgument for a bad recipe or an empty
+/// the end. Collective over `groups`. Throws InvalidArgument for a bad recipe or an empty
 /// training set, CheckpointError for a checkpoint that does not fit, and whatever the
 /// graph, loaders and collectives throw (a dead peer: CollectiveError within
 /// o.collective_timeout).
 template <class Graph>
 NodeClassificationResult train_node_classification(const Graph& g,
                                                    const NodeClassificationOptions& o,
-                                                   c10::intrusive_ptr<CollectiveGroup> group = {},
+                                                   const TrainerGroups& groups = {},
                                                    const EpochCallback& on_epoch = {}) {
   detail::check_options(o);
+  const auto& group = groups.control;
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
   const auto train_all = detail::masked_nodes(g, o.train_mask);
@@ -435,6 +437,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
                             .aggregator = o.aggregator};
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
   to.all_reduce.timeout = o.collective_timeout;
+  to.gradient_group = groups.gradients;
   Trainer<> trainer(GraphSAGE(mo), to, group);
   using Client = typename Graph::client_type;
   std::optional<DistEmbedding<Client>> emb;

@@ -32,6 +32,9 @@ struct TrainerOptions {
   /// pinned host buffer and copied asynchronously.
   torch::Device device = torch::kCPU;
   AllReduceOptions all_reduce{};  ///< buckets and collective timeout (with a group)
+  /// The group that averages the gradients and broadcasts the parameters (NCCL for CUDA
+  /// parameters: see trainer_groups_from_env); none: the trainer's own group.
+  c10::intrusive_ptr<CollectiveGroup> gradient_group{};
 };
 
 /// Learnable input rows in place of fixed features: a DistEmbedding with its sparse
@@ -160,9 +163,17 @@ class Trainer {
     optimizer_ = std::make_unique<torch::optim::Adam>(
         model_->parameters(),
         torch::optim::AdamOptions(options_.lr).weight_decay(options_.weight_decay));
+    if (options_.gradient_group && !group_)
+      throw InvalidArgument("Trainer: a gradient group without a trainer group");
     if (group_) {
-      reducer_ =
-          std::make_unique<GradientAllReducer>(group_, model_->parameters(), options_.all_reduce);
+      auto grads = options_.gradient_group ? options_.gradient_group : group_;
+      if (grads->getSize() != group_->getSize() || grads->getRank() != group_->getRank())
+        throw InvalidArgument(
+            "Trainer: the gradient group (rank " + std::to_string(grads->getRank()) + " of " +
+            std::to_string(grads->getSize()) + ") is not the trainer group (rank " +
+            std::to_string(group_->getRank()) + " of " + std::to_string(group_->getSize()) + ")");
+      reducer_ = std::make_unique<GradientAllReducer>(std::move(grads), model_->parameters(),
+                                                      options_.all_reduce);
       reducer_->broadcast_parameters(0);
     }
   }
