@@ -28,11 +28,11 @@
 // through the StandaloneCluster beforehand) as BlockTensors and feature tensors in memory,
 // then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
 // best of R runs. Standalone: all batches, default threads. Dist: trainer 0's batches
-// (its node_split share, half of the seeds), on the intra-op threads the CLI gives a
-// trainer (cores / (machines x trainers) = 1 on 2 cores), as it runs beside trainer 1.
-// Shares: each figure's sample, fetch, compute and all-reduce seconds (EpochStats, mean over
-// the timed epochs) as fractions of epoch_s; sampling and fetching run on the loader's
-// prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
+// (its share of the seeds, half of them, balanced by in-degree as the recipe splits them), on the
+// intra-op threads the CLI gives a trainer (cores / (machines x trainers) = 1 on 2 cores), as it
+// runs beside trainer 1. Shares: each figure's sample, fetch, compute and all-reduce seconds
+// (EpochStats, mean over the timed epochs) as fractions of epoch_s; sampling and fetching run on
+// the loader's prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
 // epoch_s - compute - all-reduce, the trainer's time outside its own work (mostly blocked
 // on the loader).
 #include <unistd.h>
@@ -175,13 +175,15 @@ struct Prebuilt {
 };
 
 /// Epoch `bound_epoch`'s batches of trainer `rank` of `world`, exactly as the recipe's
-/// training loader makes them (its node_split share, loader options and keys).
+/// training loader makes them (its share of the seeds, loader options and keys).
 std::vector<Prebuilt> prebuilt_batches(const distgraph::StandaloneGraph& g,
                                        std::span<const std::int64_t> train_all, std::int32_t rank,
                                        std::int32_t world) {
   const distgraph::NodeClassificationOptions o;
-  const auto ids = distgraph::node_split(train_all, g.book(),
-                                         {.rank = rank, .num_trainers = world, .force_even = true});
+  // The recipe's own share (balanced by in-degree across the trainers).
+  const std::vector<std::int64_t> all(train_all.begin(), train_all.end());
+  const auto ids = distgraph::detail::train_share(
+      g, all, o, {.rank = rank, .num_trainers = world, .force_even = true});
   distgraph::NodeDataLoader loader(g, ids, fanouts,
                                    {.batch_size = batch_size,
                                     .shuffle = true,

@@ -481,3 +481,58 @@ TEST_CASE("node_split gives every trainer the same count, covers the set, prefer
   const std::vector<std::int64_t> bad{f.data.num_nodes};
   CHECK_THROWS_AS(node_split(std::span<const std::int64_t>(bad), book, {}), IdOutOfRange);
 }
+
+TEST_CASE("balance_shares evens out skewed costs, keeps sizes and moves few IDs", "[dist]") {
+  // Three shares of 400 IDs; share 0 holds the expensive ones (skewed, like a partition of
+  // hubs in an R-MAT graph), the others cheap ones of varied cost.
+  std::mt19937_64 rng(7);
+  const int t = 3, per = 400;
+  std::vector<std::vector<std::int64_t>> shares(t);
+  std::vector<double> cost_of(static_cast<std::size_t>(t * per));
+  for (int r = 0; r < t; ++r)
+    for (int i = 0; i < per; ++i) {
+      const std::int64_t id = r * per + i;
+      shares[static_cast<std::size_t>(r)].push_back(id);
+      const double c = 1.0 + static_cast<double>(rng() % (r == 0 ? 40 : 12));
+      cost_of[static_cast<std::size_t>(id)] = c;
+    }
+  const auto before = shares;
+  const auto cost = [&](std::int64_t id) { return cost_of[static_cast<std::size_t>(id)]; };
+  const auto totals = [&](const std::vector<std::vector<std::int64_t>>& s) {
+    std::vector<double> out;
+    for (const auto& share : s) {
+      double sum = 0;
+      for (const auto id : share) sum += cost(id);
+      out.push_back(sum);
+    }
+    return out;
+  };
+  const auto spread = [](const std::vector<double>& x) {
+    return *std::max_element(x.begin(), x.end()) / *std::min_element(x.begin(), x.end());
+  };
+  REQUIRE(spread(totals(shares)) > 2.0);
+
+  balance_shares(shares, cost);
+  CHECK(spread(totals(shares)) < 1.01);
+  std::vector<std::int64_t> all;
+  std::size_t moved = 0;
+  for (int r = 0; r < t; ++r) {
+    const auto& now = shares[static_cast<std::size_t>(r)];
+    CHECK(now.size() == static_cast<std::size_t>(per));
+    for (std::size_t i = 0; i < now.size(); ++i)
+      moved += now[i] != before[static_cast<std::size_t>(r)][i] ? 1 : 0;
+    all.insert(all.end(), now.begin(), now.end());
+  }
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i] == static_cast<std::int64_t>(i));
+  CHECK(moved < all.size() / 2);  // most IDs stay with their trainer
+
+  // Deterministic: the same input gives the same shares.
+  auto again = before;
+  balance_shares(again, cost);
+  CHECK(again == shares);
+  // Already even (equal costs): nothing moves.
+  auto flat = before;
+  balance_shares(flat, [](std::int64_t) { return 1.0; });
+  CHECK(flat == before);
+}

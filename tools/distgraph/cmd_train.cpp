@@ -99,6 +99,10 @@ NodeClassificationOptions recipe_from(const Args& a) {
   o.metric = parse_metric(a.get_or("metric", "auto"));
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
+  if (const auto sp = a.get_or("split", "balanced"); sp == "local")
+    o.balance_split = false;
+  else if (sp != "balanced")
+    throw UsageError("train: unknown split '" + sp + "'; expected balanced or local");
   const auto agg = a.get_or("aggregator", "mean");
   if (agg == "mean")
     o.aggregator = Aggregator::mean;
@@ -323,6 +327,9 @@ int run_train(std::vector<std::string> argv) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("split",
+              "training seeds per trainer: balanced (by in-degree, default) or local "
+              "(node_split: each trainer's own partition first)")
       .option("task", "node (classification, default) or link (prediction, ROC-AUC)")
       .option("negatives", "link prediction: uniform negatives per positive edge (default 1)")
       .option("embedding-dim",

@@ -17,6 +17,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,7 +48,11 @@ struct NodeClassificationOptions {
   Metric metric = Metric::automatic;  ///< ROC-AUC for two classes, else accuracy
   std::uint64_t seed = 0;             ///< model init, shuffles, sampling and dropout
   torch::Device device = torch::kCPU;
-  unsigned num_prefetch_threads = 1;    ///< per loader; 0 = sample inside next()
+  unsigned num_prefetch_threads = 1;  ///< per loader; 0 = sample inside next()
+  /// Even out the trainers' training work (balance_shares, costing a seed by its in-degree
+  /// capped at the last fanout) instead of node_split's plain locality split. For graphs
+  /// with skewed degrees, where a partition's seeds can cost far more than another's.
+  bool balance_split = true;
   std::int64_t eval_batch_size = 4096;  ///< validation and test, full neighbourhoods
   std::string feature = "feat", label = "label";
   /// > 0: the input is a learnable DistEmbedding of this width per node (trained by
@@ -363,6 +368,32 @@ inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, st
   return (z ^ (z >> 31)) >> 1;  // torch::manual_seed keeps it as a signed value
 }
 
+/// This trainer's training seeds: node_split's share, or with o.balance_split (and a
+/// graph that reports in-degrees, several trainers) every share rebalanced by cost.
+template <class Graph>
+std::vector<std::int64_t> train_share(const Graph& g, const std::vector<std::int64_t>& train_all,
+                                      const NodeClassificationOptions& o,
+                                      const SplitOptions& split) {
+  if constexpr (requires(std::span<const std::int64_t> ids) { g.in_degrees(ids); }) {
+    if (o.balance_split && split.num_trainers > 1) {
+      std::vector<std::vector<std::int64_t>> shares;
+      for (std::int32_t r = 0; r < split.num_trainers; ++r) {
+        SplitOptions s = split;
+        s.rank = r;
+        shares.push_back(node_split(train_all, g.book(), s));
+      }
+      // Sampling and training a seed grows with its sampled in-neighbours.
+      const auto deg = g.in_degrees(train_all);
+      std::unordered_map<std::int64_t, std::int64_t> degree;
+      for (std::size_t i = 0; i < train_all.size(); ++i) degree.emplace(train_all[i], deg[i]);
+      const std::int64_t cap = o.fanouts.back() < 0 ? INT64_MAX : o.fanouts.back();
+      balance_shares(shares, [&](std::int64_t v) { return 1 + std::min(degree.at(v), cap); });
+      return shares[static_cast<std::size_t>(split.rank)];
+    }
+  }
+  return node_split(train_all, g.book(), split);
+}
+
 }  // namespace detail
 
 /// Trains GraphSAGE on the node classification task of `g` (node data `feat`, `label`
@@ -404,7 +435,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
 
   const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
   const SplitOptions exact{.rank = rank, .num_trainers = world, .force_even = false};
-  const auto train_ids = node_split(train_all, g.book(), even);
+  const auto train_ids = detail::train_share(g, train_all, o, even);
   using Loader = NodeDataLoader<Graph>;
   const LoaderOptions train_lo{.batch_size = o.batch_size,
                                .shuffle = true,
