@@ -334,3 +334,34 @@ TEST_CASE("dropout multiplies by the mask of its seed and drops the gradient at 
   CHECK(h.scalar_type() == torch::kHalf);
   CHECK(((h == 0) | (h == 2)).all().item<bool>());
 }
+
+TEST_CASE("relu_dropout is dropout of relu in one pass, values and gradients", "[train]") {
+  for (const auto dtype : {torch::kFloat, torch::kDouble}) {
+    auto x = torch::randn({4099}, dtype);
+    x[5] = 0.0;  // relu's gradient at 0 is 0
+    x[9] = std::numeric_limits<double>::quiet_NaN();
+    const auto a = x.clone().requires_grad_(true), b = x.clone().requires_grad_(true);
+    torch::manual_seed(12);
+    const auto unfused = distgraph::dropout(torch::relu(a), 0.3);
+    torch::manual_seed(12);
+    const auto fused = distgraph::relu_dropout(b, 0.3);
+    const auto same = [](const torch::Tensor& u, const torch::Tensor& v) {
+      return torch::equal(torch::nan_to_num(u, 7.0), torch::nan_to_num(v, 7.0)) &&
+             torch::equal(torch::isnan(u), torch::isnan(v));
+    };
+    CHECK(same(fused.detach(), unfused.detach()));
+    const auto upstream = torch::randn({4099}, dtype);
+    unfused.backward(upstream);
+    fused.backward(upstream);
+    CHECK(same(b.grad(), a.grad()));
+    // The mask bites: about 30% of the positive values dropped, none of the negatives kept.
+    const auto positive = (x > 0).sum().item<double>();
+    const auto kept = (fused.detach() > 0).sum().item<double>();
+    CHECK(kept / positive == Approx(0.7).margin(0.04));
+    CHECK_FALSE(((fused.detach() != 0) & (x < 0)).any().item<bool>());
+    CHECK(std::isnan(fused[9].item<double>()) == std::isnan(unfused[9].item<double>()));
+  }
+  // p == 0: plain relu.
+  const auto x = torch::randn({64});
+  CHECK(torch::equal(distgraph::relu_dropout(x, 0.0), torch::relu(x)));
+}

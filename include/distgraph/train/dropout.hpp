@@ -22,24 +22,33 @@ inline std::uint64_t draw_dropout_seed() {
           .item<std::int64_t>());
 }
 
-/// `v` if `bits16 >= threshold`, else +0: a bit mask, so that no optimisation level turns
-/// it into a branch (a coin-flip branch per value made dropout cost as much as a layer's
-/// matrix products).
+/// `v` if `keep`, else +0: a bit mask, so that no optimisation level turns it into a
+/// branch (a coin-flip branch per value made dropout cost as much as a layer's matrix
+/// products).
 template <class T>
-inline T keep_or_zero(std::uint64_t bits16, std::uint64_t threshold, T v) {
+inline T zero_unless(bool keep, T v) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   Bits b;
   std::memcpy(&b, &v, sizeof b);
-  b &= Bits{0} - static_cast<Bits>(bits16 >= threshold);
+  b &= Bits{0} - static_cast<Bits>(keep);
   std::memcpy(&v, &b, sizeof b);
   return v;
+}
+
+/// `v` if `bits16 >= threshold` (and, with `Relu`, v is not <= 0: NaN passes), else +0.
+template <bool Relu = false, class T>
+inline T keep_or_zero(std::uint64_t bits16, std::uint64_t threshold, T v) {
+  bool keep = bits16 >= threshold;
+  if constexpr (Relu) keep = keep & !(v <= T(0));
+  return zero_unless(keep, v);
 }
 
 /// out[i] = in[i] * (kept(i) ? scale : 0) for i in [0, n). Value i is kept when 16 bits
 /// of splitmix64(seed + (i / 4) * golden) (bits 16 * (i % 4) onwards), as a fraction of
 /// 2^16, reach p: one hash decides four values. Parallel over ATen's intra-op threads; the
-/// result does not depend on their number.
-template <class T>
+/// result does not depend on their number. With `Relu`, in[i] is max(in[i], 0) first
+/// (NaN stays NaN, as in torch::relu): ReLU and dropout in one pass.
+template <class T, bool Relu = false>
 inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed, double p) {
   const auto scale = static_cast<T>(1.0 / (1.0 - p));
   const auto threshold = static_cast<std::uint64_t>(p * 65536.0);
@@ -53,22 +62,48 @@ inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed
       const std::int64_t first = g * 4;
       if (first + 4 <= n) {  // unrolled: the common case
         for (int k = 0; k < 4; ++k)
-          out[first + k] = keep_or_zero((z >> (16 * k)) & 0xffff, threshold, in[first + k] * scale);
+          out[first + k] =
+              keep_or_zero<Relu>((z >> (16 * k)) & 0xffff, threshold, in[first + k] * scale);
       } else {
         for (std::int64_t i = first; i < n; ++i, z >>= 16)
-          out[i] = keep_or_zero(z & 0xffff, threshold, in[i] * scale);
+          out[i] = keep_or_zero<Relu>(z & 0xffff, threshold, in[i] * scale);
       }
     }
   });
 }
 
-/// `x` (float or double, any shape) with hash_dropout applied under `seed`, as a new
-/// contiguous tensor.
-inline torch::Tensor hash_dropout(const torch::Tensor& x, std::uint64_t seed, double p) {
+/// `x` (float or double, any shape) with hash_dropout applied under `seed` (after ReLU
+/// with `relu`), as a new contiguous tensor.
+inline torch::Tensor hash_dropout(const torch::Tensor& x, std::uint64_t seed, double p,
+                                  bool relu = false) {
   const auto in = x.contiguous();
   auto out = torch::empty_like(in, torch::MemoryFormat::Contiguous);
   AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "hash_dropout", [&] {
-    hash_dropout(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), seed, p);
+    const auto* i = in.data_ptr<scalar_t>();
+    auto* o = out.data_ptr<scalar_t>();
+    if (relu)
+      hash_dropout<scalar_t, true>(i, o, in.numel(), seed, p);
+    else
+      hash_dropout<scalar_t, false>(i, o, in.numel(), seed, p);
+  });
+  return out;
+}
+
+/// grad * scale where y > 0 or NaN, else 0: the gradient of ReLU-then-dropout from its
+/// output (a value passed both exactly when its output is positive or NaN, which torch's
+/// ReLU passes; scale > 0).
+inline torch::Tensor relu_dropout_backward(const torch::Tensor& grad, const torch::Tensor& y,
+                                           double p) {
+  const auto g = grad.contiguous();
+  auto out = torch::empty_like(g, torch::MemoryFormat::Contiguous);
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "relu_dropout_backward", [&] {
+    const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
+    const auto* gi = g.data_ptr<scalar_t>();
+    const auto* yi = y.data_ptr<scalar_t>();
+    auto* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, g.numel(), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) o[i] = zero_unless(!(yi[i] <= 0), gi[i] * scale);
+    });
   });
   return out;
 }
@@ -90,6 +125,31 @@ struct HashDropoutFunction : torch::autograd::Function<HashDropoutFunction> {
   }
 };
 
+/// Autograd of ReLU then hash dropout in one pass. The output is saved instead of the
+/// seed: it is positive (or NaN) exactly where the gradient passes, so backward hashes
+/// nothing.
+struct ReluHashDropoutFunction : torch::autograd::Function<ReluHashDropoutFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               std::int64_t seed, double p) {
+    auto y = hash_dropout(x, static_cast<std::uint64_t>(seed), p, /*relu=*/true);
+    ctx->saved_data["p"] = p;
+    ctx->save_for_backward({y});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto y = ctx->get_saved_variables()[0];
+    const torch::Tensor none;
+    return {relu_dropout_backward(grads[0], y, ctx->saved_data["p"].toDouble()), none, none};
+  }
+};
+
+/// Whether `x` takes the hash path (CPU float or double) rather than rand_like.
+inline bool hash_dropout_applies(const torch::Tensor& x) {
+  return x.device().is_cpu() &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+
 /// An inverted-dropout mask of `sizes`: each value 1 / (1 - p) with probability 1 - p,
 /// else 0, exactly the factors `dropout` multiplies by under the same seed (drawn from
 /// torch's default generator): the dropout of a tensor of ones.
@@ -108,11 +168,19 @@ inline torch::Tensor dropout_mask(torch::IntArrayRef sizes, double p, torch::Sca
 /// devices and dtypes: rand_like.
 inline torch::Tensor dropout(const torch::Tensor& x, double p) {
   if (p == 0.0) return x;
-  if (!x.device().is_cpu() ||
-      (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble))
+  if (!detail::hash_dropout_applies(x))
     return x * (torch::rand_like(x) >= p).to(x.scalar_type()) * (1.0 / (1.0 - p));
   // Without autograd on x (input features), apply records nothing.
   return detail::HashDropoutFunction::apply(
+      x, static_cast<std::int64_t>(detail::draw_dropout_seed()), p);
+}
+
+/// dropout(torch::relu(x), p), the same values under the same seed, in one pass on the CPU
+/// (float and double) with a backward pass that reads the output instead of rehashing
+/// (a hidden layer's ReLU and dropout were 3.2 ms per [4300, 256] batch, 5x the ReLU).
+inline torch::Tensor relu_dropout(const torch::Tensor& x, double p) {
+  if (p == 0.0 || !detail::hash_dropout_applies(x)) return dropout(torch::relu(x), p);
+  return detail::ReluHashDropoutFunction::apply(
       x, static_cast<std::int64_t>(detail::draw_dropout_seed()), p);
 }
 

@@ -74,7 +74,8 @@ class GraphSAGEImpl : public torch::nn::Module {
     torch::Tensor h = dropout(x, options_.input_dropout);
     for (std::size_t l = 0; l < convs_.size(); ++l) {
       h = convs_[l]->forward(blocks[l], h);
-      if (l + 1 < convs_.size()) h = dropout(torch::relu(h), options_.dropout);
+      if (l + 1 < convs_.size())
+        h = is_training() ? relu_dropout(h, options_.dropout) : torch::relu(h);
     }
     return h;
   }
