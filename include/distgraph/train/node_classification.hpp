@@ -17,7 +17,6 @@
 #include <random>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -384,10 +383,16 @@ std::vector<std::int64_t> train_share(const Graph& g, const std::vector<std::int
       }
       // Sampling and training a seed grows with its sampled in-neighbours.
       const auto deg = g.in_degrees(train_all);
-      std::unordered_map<std::int64_t, std::int64_t> degree;
-      for (std::size_t i = 0; i < train_all.size(); ++i) degree.emplace(train_all[i], deg[i]);
+      // (id, degree) sorted by id: 16 bytes a seed, where a hash map took about 40.
+      std::vector<std::pair<std::int64_t, std::int64_t>> degree(train_all.size());
+      for (std::size_t i = 0; i < train_all.size(); ++i) degree[i] = {train_all[i], deg[i]};
+      std::sort(degree.begin(), degree.end());
       const std::int64_t cap = o.fanouts.back() < 0 ? INT64_MAX : o.fanouts.back();
-      balance_shares(shares, [&](std::int64_t v) { return 1 + std::min(degree.at(v), cap); });
+      balance_shares(shares, [&](std::int64_t v) {
+        const auto it = std::lower_bound(degree.begin(), degree.end(),
+                                         std::pair<std::int64_t, std::int64_t>{v, INT64_MIN});
+        return 1 + std::min(it->second, cap);  // every share's ID is a training node
+      });
       return shares[static_cast<std::size_t>(split.rank)];
     }
   }
