@@ -199,11 +199,11 @@ int trainer_threads(const Environment& env) {
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
                                   const NodeClassificationOptions& recipe,
-                                  const TrainerGroups& group, bool report) {
+                                  const TrainerGroups& groups, bool report) {
   const auto task = a.get_or("task", "node");
   if (task == "node")
     return train_node_classification(
-        g, recipe, group, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
+        g, recipe, groups, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
   LinkPredictionOptions lp;
   if (a.has("epochs")) lp.epochs = recipe.epochs;
   lp.hidden = recipe.hidden;
@@ -220,7 +220,7 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
   lp.out = recipe.out;
   lp.resume = recipe.resume;
   lp.collective_timeout = recipe.collective_timeout;
-  return train_link_prediction(g, lp, group,
+  return train_link_prediction(g, lp, groups,
                                report ? epoch_printer(a.has("json"), lp.epochs) : EpochCallback{});
 }
 
@@ -239,10 +239,10 @@ int run_trainer_role(const Args& args) {
     recipe.device = torch::Device(
         torch::kCUDA,
         static_cast<c10::DeviceIndex>(ctx.local_rank() % torch::cuda::device_count()));
-  const auto group = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
+  const auto groups = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
-  const auto res = run_task(args, g, recipe, group, rank0);
+  const auto res = run_task(args, g, recipe, groups, rank0);
   if (rank0) print_result(result_json(res), json);
   return 0;
 }

@@ -134,10 +134,6 @@ void run_collective(const char* what, std::int32_t rank, std::chrono::millisecon
   }
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// The environment's rendezvous; a loopback master binds gloo to 127.0.0.1 (a
 /// one-computer cluster needs no network interface).
 inline RendezvousOptions trainer_rendezvous(std::chrono::milliseconds timeout) {
