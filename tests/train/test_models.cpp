@@ -365,3 +365,82 @@ TEST_CASE("relu_dropout is dropout of relu in one pass, values and gradients", "
   const auto x = torch::randn({64});
   CHECK(torch::equal(distgraph::relu_dropout(x, 0.0), torch::relu(x)));
 }
+
+TEST_CASE("hash dropout keeps exactly the values its documented hash rule keeps, any thread count",
+          "[train]") {
+  // The rule (dropout.hpp) restated independently: value i is kept when 16 bits of
+  // splitmix64(seed + (i / 4) * golden), from bit 16 * (i % 4), reach p * 65536. Masks must
+  // not change between versions: a resumed run repeats the masks of the run it continues.
+  const auto reference_keep = [](std::uint64_t seed, std::int64_t i, double p) {
+    std::uint64_t z = seed + static_cast<std::uint64_t>(i / 4) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    const auto bits = (z >> (16 * (i % 4))) & 0xffff;
+    return bits >= static_cast<std::uint64_t>(p * 65536.0);
+  };
+  // 70,003 values: several 256-group chunks and 16,384-group parallel ranges, and a tail.
+  const std::int64_t n = 70003;
+  const std::uint64_t seed = 0x1234'5678'9abc'def0ULL;
+  const double p = 0.3;
+  const auto x = torch::randn({n});
+  const auto* xv = x.data_ptr<float>();
+  const int threads = torch::get_num_threads();
+  for (const int t : {1, 2}) {
+    torch::set_num_threads(t);
+    const auto plain = distgraph::detail::hash_dropout(x, seed, p);
+    const auto fused = distgraph::detail::hash_dropout(x, seed, p, /*relu=*/true);
+    const auto* pv = plain.data_ptr<float>();
+    const auto* fv = fused.data_ptr<float>();
+    std::int64_t wrong = 0, kept = 0;
+    const auto scale = static_cast<float>(1.0 / (1.0 - p));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bool keep = reference_keep(seed, i, p);
+      kept += keep;
+      wrong += pv[i] != (keep ? xv[i] * scale : 0.0f);
+      wrong += fv[i] != (keep && xv[i] > 0 ? xv[i] * scale : 0.0f);
+    }
+    INFO(t << " thread(s)");
+    CHECK(wrong == 0);
+    CHECK(static_cast<double>(kept) / n == Approx(0.7).margin(0.01));
+  }
+  torch::set_num_threads(threads);
+}
+
+TEST_CASE("split_linear equals two linears in values and gradients, whichever outputs are used",
+          "[train]") {
+  torch::manual_seed(3);
+  const auto x0 = torch::randn({9, 5}, torch::kDouble);
+  const auto wa0 = torch::randn({4, 5}, torch::kDouble), wl0 = torch::randn({3, 5}, torch::kDouble);
+  const auto ua = torch::randn({9, 4}, torch::kDouble), ul = torch::randn({6, 3}, torch::kDouble);
+  for (const int use : {1, 2, 3}) {  // bit 0: the all-rows output, bit 1: the leading rows'
+    INFO("outputs used: " << use);
+    const auto leaf = [](const torch::Tensor& t) { return t.clone().requires_grad_(true); };
+    auto x = leaf(x0), wa = leaf(wa0), wl = leaf(wl0);
+    auto rx = leaf(x0), rwa = leaf(wa0), rwl = leaf(wl0);
+    const auto [all, lead] = split_linear(x, wa, wl, 6);
+    const auto ref_all = torch::nn::functional::linear(rx, rwa);
+    const auto ref_lead = torch::nn::functional::linear(rx.narrow(0, 0, 6), rwl);
+    CHECK(torch::allclose(all, ref_all, 1e-12, 1e-12));
+    CHECK(torch::allclose(lead, ref_lead, 1e-12, 1e-12));
+    const auto loss = [&](const torch::Tensor& a, const torch::Tensor& l) {
+      auto s = torch::zeros({}, torch::kDouble);
+      if (use & 1) s = s + (a * ua).sum();
+      if (use & 2) s = s + (l * ul).sum();
+      return s;
+    };
+    loss(all, lead).backward();
+    loss(ref_all, ref_lead).backward();
+    CHECK(torch::allclose(x.grad(), rx.grad(), 1e-12, 1e-12));
+    CHECK(wa.grad().defined() == rwa.grad().defined());
+    CHECK(wl.grad().defined() == rwl.grad().defined());
+    if (use & 1) CHECK(torch::allclose(wa.grad(), rwa.grad(), 1e-12, 1e-12));
+    if (use & 2) CHECK(torch::allclose(wl.grad(), rwl.grad(), 1e-12, 1e-12));
+  }
+  // An input without gradient (fixed features): only the weights get one.
+  auto wa = wa0.clone().requires_grad_(true), wl = wl0.clone().requires_grad_(true);
+  const auto [all, lead] = split_linear(x0, wa, wl, 6);
+  ((all * ua).sum() + (lead * ul).sum()).backward();
+  CHECK(torch::allclose(wa.grad(), ua.t().mm(x0), 1e-12, 1e-12));
+  CHECK(torch::allclose(wl.grad(), ul.t().mm(x0.narrow(0, 0, 6)), 1e-12, 1e-12));
+}

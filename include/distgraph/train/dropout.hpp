@@ -5,8 +5,9 @@
 #include <torch/autograd.h>
 #include <torch/types.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -24,49 +25,62 @@ inline std::uint64_t draw_dropout_seed() {
 
 /// `v` if `keep`, else +0: a bit mask, so that no optimisation level turns it into a
 /// branch (a coin-flip branch per value made dropout cost as much as a layer's matrix
-/// products).
+/// products) and the loops applying it vectorise.
 template <class T>
 inline T zero_unless(bool keep, T v) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  Bits b;
-  std::memcpy(&b, &v, sizeof b);
-  b &= Bits{0} - static_cast<Bits>(keep);
-  std::memcpy(&v, &b, sizeof b);
-  return v;
+  return std::bit_cast<T>(std::bit_cast<Bits>(v) & (Bits{0} - static_cast<Bits>(keep)));
 }
 
-/// `v` if `bits16 >= threshold` (and, with `Relu`, v is not <= 0: NaN passes), else +0.
-template <bool Relu = false, class T>
-inline T keep_or_zero(std::uint64_t bits16, std::uint64_t threshold, T v) {
-  bool keep = bits16 >= threshold;
-  if constexpr (Relu) keep = keep & !(v <= T(0));
-  return zero_unless(keep, v);
+/// The 64 bits that decide values 4g .. 4g+3 of a dropout under `seed`: splitmix64 of
+/// seed + g * golden ratio.
+inline std::uint64_t dropout_group_bits(std::uint64_t seed, std::uint64_t g) {
+  std::uint64_t z = seed + g * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
 }
 
 /// out[i] = in[i] * (kept(i) ? scale : 0) for i in [0, n). Value i is kept when 16 bits
-/// of splitmix64(seed + (i / 4) * golden) (bits 16 * (i % 4) onwards), as a fraction of
+/// of dropout_group_bits(seed, i / 4) (bits 16 * (i % 4) onwards), as a fraction of
 /// 2^16, reach p: one hash decides four values. Parallel over ATen's intra-op threads; the
 /// result does not depend on their number. With `Relu`, in[i] is max(in[i], 0) first
 /// (NaN stays NaN, as in torch::relu): ReLU and dropout in one pass.
+///
+/// Hashes are made a chunk at a time into a small buffer of 16-bit draws, then applied in
+/// a separate loop the compiler vectorises: interleaving the two kept the application
+/// scalar (2.6 -> 1.1 ms per 2.2 M floats on one thread, the same values).
 template <class T, bool Relu = false>
 inline void hash_dropout(const T* in, T* out, std::int64_t n, std::uint64_t seed, double p) {
   const auto scale = static_cast<T>(1.0 / (1.0 - p));
-  const auto threshold = static_cast<std::uint64_t>(p * 65536.0);
+  const auto threshold = static_cast<std::uint16_t>(p * 65536.0);  // p < 1: fits 16 bits
+  constexpr std::int64_t kChunkGroups = 256;                         // 2 KiB of draws
   const std::int64_t groups = (n + 3) / 4;
   at::parallel_for(0, groups, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t g = begin; g < end; ++g) {
-      std::uint64_t z = seed + static_cast<std::uint64_t>(g) * 0x9e3779b97f4a7c15ULL;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      const std::int64_t first = g * 4;
-      if (first + 4 <= n) {  // unrolled: the common case
-        for (int k = 0; k < 4; ++k)
-          out[first + k] =
-              keep_or_zero<Relu>((z >> (16 * k)) & 0xffff, threshold, in[first + k] * scale);
-      } else {
-        for (std::int64_t i = first; i < n; ++i, z >>= 16)
-          out[i] = keep_or_zero<Relu>(z & 0xffff, threshold, in[i] * scale);
+    std::uint16_t draws[4 * kChunkGroups];
+    for (std::int64_t g0 = begin; g0 < end; g0 += kChunkGroups) {
+      const std::int64_t g1 = std::min(end, g0 + kChunkGroups);
+      for (std::int64_t g = g0; g < g1; ++g) {
+        std::uint64_t z = dropout_group_bits(seed, static_cast<std::uint64_t>(g));
+#if defined(__GNUC__)
+        // Keeps this loop scalar: without SSE4.1/AVX-512 vector 64-bit multiplies are
+        // emulated with three 32-bit ones, and GCC's vectorised hash ran 2x slower.
+        asm("" : "+r"(z));
+#endif
+        std::uint16_t* d = draws + 4 * (g - g0);
+        d[0] = static_cast<std::uint16_t>(z);
+        d[1] = static_cast<std::uint16_t>(z >> 16);
+        d[2] = static_cast<std::uint16_t>(z >> 32);
+        d[3] = static_cast<std::uint16_t>(z >> 48);
+      }
+      const std::int64_t first = 4 * g0, count = std::min(n, 4 * g1) - first;
+      const T* src = in + first;
+      T* dst = out + first;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const T v = src[i] * scale;
+        bool keep = draws[i] >= threshold;
+        if constexpr (Relu) keep = keep & !(v <= T(0));
+        dst[i] = zero_unless(keep, v);
       }
     }
   });

@@ -14,6 +14,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/csr_sum.hpp"
+#include "distgraph/train/split_linear.hpp"
 
 namespace distgraph {
 
@@ -93,20 +94,33 @@ class SAGEConvImpl : public torch::nn::Module {
                                              std::to_string(options_.in_feats) + "]");
     const auto h_dst = h_src.slice(0, 0, block.num_dst);
     const bool lin_before_mp = options_.in_feats > options_.out_feats;
+    // The output is made once, bias first, and each product is accumulated into it by
+    // the GEMM itself (addmm with beta 1): no zeroed product matrices, no separate sum and
+    // bias passes over [num_dst, out_feats] (three of them per layer before).
     torch::Tensor rst;
     switch (options_.aggregator) {
       case Aggregator::mean: {
-        const auto msg = lin_before_mp ? fc_neigh_->forward(h_src) : h_src;
-        auto neigh = sum_in(block, msg) / degrees(block, msg, 0.0);
-        if (!lin_before_mp) neigh = fc_neigh_->forward(neigh);
-        rst = fc_self_->forward(h_dst) + neigh;
+        if (lin_before_mp) {
+          // Every source row projected for the neighbours, the destinations for themselves.
+          auto [msg, self] =
+              split_linear(h_src, fc_neigh_->weight, fc_self_->weight, block.num_dst);
+          rst = self.add_(sum_in(block, msg) / degrees(block, msg, 0.0));
+          if (bias_.defined()) rst.add_(bias_);
+        } else {
+          rst = torch::linear(h_dst, fc_self_->weight, bias_)
+                    .addmm_(sum_in(block, h_src) / degrees(block, h_src, 0.0),
+                            fc_neigh_->weight.t());
+        }
         break;
       }
       case Aggregator::gcn: {
         const auto msg = lin_before_mp ? fc_neigh_->forward(h_src) : h_src;
         auto neigh =
             (sum_in(block, msg) + msg.slice(0, 0, block.num_dst)) / degrees(block, msg, 1.0);
-        rst = lin_before_mp ? neigh : fc_neigh_->forward(neigh);
+        if (!lin_before_mp)
+          rst = torch::linear(neigh, fc_neigh_->weight, bias_);
+        else
+          rst = bias_.defined() ? neigh + bias_ : neigh;
         break;
       }
       case Aggregator::pool: {
@@ -117,11 +131,10 @@ class SAGEConvImpl : public torch::nn::Module {
         const auto neigh = torch::zeros({block.num_dst, pooled.size(1)}, pooled.options())
                                .scatter_reduce(0, block.dst_index.unsqueeze(1).expand_as(edges),
                                                edges, "amax", /*include_self=*/false);
-        rst = fc_self_->forward(h_dst) + fc_neigh_->forward(neigh);
+        rst = torch::linear(h_dst, fc_self_->weight, bias_).addmm_(neigh, fc_neigh_->weight.t());
         break;
       }
     }
-    if (bias_.defined()) rst = rst + bias_;
     return rst;
   }
 
