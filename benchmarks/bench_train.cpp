@@ -18,7 +18,7 @@
 // figure is the mean epoch_s of the other E. Figures (times in seconds, ratio = bound/value):
 //   sage_epoch_standalone  one process: train_node_classification over a StandaloneCluster
 //                          of the 2 partitions (in-process servers, no sockets), torch's
-//                          default intra-op threads.
+//                          and OpenBLAS's default intra-op threads.
 //   sage_epoch_dist        the real CLI: `distgraph train DIR --part-config CONFIG --parts 2
 //                          --epochs 1+E --hidden 256 --fanouts 10,25 --batch-size 1000 --json
 //                          --out RUN`: 2 loopback machines, each 1 server + 1 trainer (the
@@ -29,7 +29,8 @@
 // then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
 // best of R runs. Standalone: all batches, default threads. Dist: trainer 0's batches
 // (its share of the seeds, half of them, balanced by in-degree as the recipe splits them), on the
-// intra-op threads the CLI gives a trainer (cores / (machines x trainers) = 1 on 2 cores), as it
+// intra-op threads the CLI gives a trainer (cores / (machines x trainers) = 1 on 2 cores, for
+// torch and OpenBLAS alike: before session 6 OpenBLAS kept a thread per core here), as it
 // runs beside trainer 1. Shares: each figure's sample, fetch, compute and all-reduce seconds
 // (EpochStats, mean over the timed epochs) as fractions of epoch_s; sampling and fetching run on
 // the loader's prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
@@ -63,6 +64,7 @@
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/graph_sage.hpp"
 #include "distgraph/train/node_classification.hpp"
+#include "distgraph/train/threads.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
 #include "support/subprocess.hpp"
@@ -238,12 +240,13 @@ std::string mapped_blas() {
 }
 
 /// Best of `runs` (after one untimed run) of the recipe's model trained over `batches`
-/// on `threads` intra-op threads: forward, cross-entropy, backward and Adam step, nothing
-/// else. Seconds.
+/// on `threads` torch intra-op threads and `blas_threads` OpenBLAS threads (where libtorch's
+/// BLAS is OpenBLAS): forward, cross-entropy, backward and Adam step, nothing else. Seconds.
 double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_feats,
-                        std::int64_t classes, int threads, int runs) {
+                        std::int64_t classes, int threads, int blas_threads, int runs) {
   const distgraph::NodeClassificationOptions o;
-  const int threads_before = torch::get_num_threads();
+  const int threads_before = torch::get_num_threads(), blas_before = distgraph::blas_threads();
+  distgraph::set_intra_op_threads(blas_threads > 0 ? blas_threads : threads);
   torch::set_num_threads(threads);
   torch::manual_seed(0);
   distgraph::GraphSAGE model(distgraph::GraphSAGEOptions{.in_feats = in_feats,
@@ -267,6 +270,8 @@ double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_fe
     }
     if (r >= 0) best = std::min(best, clock.seconds());
   }
+  // Back as they were; OpenBLAS's pool separately, it need not have matched torch's.
+  distgraph::set_intra_op_threads(blas_before > 0 ? blas_before : threads_before);
   torch::set_num_threads(threads_before);
   return best;
 }
@@ -330,13 +335,17 @@ void add_epoch_figure(Bench& bench, const std::string& name,
 }
 
 void sage_epoch_standalone(Bench& bench) {
+  // The process's default threads: torch's (1 on this VM, omp_get_max_threads()) and
+  // OpenBLAS's (one per core). `distgraph train --standalone` gives both every core, which
+  // measured slower here (two spinning pools on 2 cores).
+  const int threads = torch::get_num_threads();
   distgraph::StandaloneCluster<> cluster(bench.config);
   const distgraph::StandaloneGraph g = cluster.graph();
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   distgraph::Stopwatch clock;
   const auto batches = prebuilt_batches(g, train_all, 0, 1);
-  const double bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes,
-                                        torch::get_num_threads(), bench.args.runs);
+  const double bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads,
+                                        distgraph::blas_threads(), bench.args.runs);
   bench.rep.note("standalone bound: " + std::to_string(batches.size()) + " batches, " +
                  std::to_string(bound) + " s (made and timed in " +
                  std::to_string(clock.seconds()) + " s)");
@@ -353,10 +362,10 @@ void sage_epoch_standalone(Bench& bench) {
                  std::to_string(clock.seconds()) + " s (the whole run)");
   nlohmann::json params = bench.params;
   params["mode"] = "standalone (StandaloneCluster, 2 METIS parts, in-process)";
-  params["threads"] = torch::get_num_threads();
+  params["threads"] = threads;
   params["batch"] = batch_sizes(batches);
   add_epoch_figure(bench, "sage_epoch_standalone", rows, bound,
-                   "fwd+bwd_all_batches_t" + std::to_string(torch::get_num_threads()), params);
+                   "fwd+bwd_all_batches_t" + std::to_string(threads), params);
 }
 
 void sage_epoch_dist(Bench& bench) {
@@ -373,7 +382,7 @@ void sage_epoch_dist(Bench& bench) {
     const auto batches = prebuilt_batches(g, train_all, 0, 2);
     num_batches = batches.size();
     sizes = batch_sizes(batches);
-    bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads,
+    bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads, threads,
                              bench.args.runs);
   }
   bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
@@ -506,6 +515,7 @@ int main(int argc, char** argv) {
        {"bound", "forward+backward+Adam over epoch " + std::to_string(bound_epoch) +
                      "'s prebuilt batches, best of " + std::to_string(args.runs)},
        {"torch_threads", std::to_string(torch::get_num_threads())},
+       {"blas_threads", std::to_string(distgraph::blas_threads())},
        {"dataset_seconds", std::to_string(build_s)},
        {"cli", args.cli},
        {"blas", blas}});

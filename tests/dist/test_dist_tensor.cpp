@@ -536,3 +536,38 @@ TEST_CASE("balance_shares evens out skewed costs, keeps sizes and moves few IDs"
   balance_shares(flat, [](std::int64_t) { return 1.0; });
   CHECK(flat == before);
 }
+
+TEST_CASE("balance_shares never moves a padding repeat into the share holding its original",
+          "[dist]") {
+  // node_split with force_even pads the last share with the first IDs of the order: 7 IDs
+  // over 2 trainers give share 1 a second copy of share 0's first ID. Share 0's IDs are the
+  // expensive ones, so balancing wants to move them, the repeated one included: a swap
+  // would leave share 1 with the ID twice (a loader refuses that: "listed twice").
+  for (int n = 3; n <= 41; ++n) {
+    INFO(n << " IDs over 2 and 3 trainers");
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+    std::iota(ids.begin(), ids.end(), 0);
+    const RangePartitionBook book(std::vector<std::int64_t>{n}, std::vector<std::int64_t>{4 * n});
+    for (const std::int32_t t : {2, 3}) {
+      std::vector<std::vector<std::int64_t>> shares;
+      for (std::int32_t r = 0; r < t; ++r)
+        shares.push_back(node_split(std::span<const std::int64_t>(ids), book,
+                                    {.rank = r, .num_trainers = t}));
+      const auto before = shares;
+      // The lowest IDs (the repeated ones among them) cost the most.
+      balance_shares(shares, [&](std::int64_t id) { return 1.0 + 100.0 / (1.0 + id); });
+      std::vector<std::int64_t> all_before, all_after;
+      for (std::size_t r = 0; r < shares.size(); ++r) {
+        auto s = shares[r];
+        std::sort(s.begin(), s.end());
+        CHECK(std::adjacent_find(s.begin(), s.end()) == s.end());
+        CHECK(shares[r].size() == before[r].size());
+        all_before.insert(all_before.end(), before[r].begin(), before[r].end());
+        all_after.insert(all_after.end(), shares[r].begin(), shares[r].end());
+      }
+      std::sort(all_before.begin(), all_before.end());
+      std::sort(all_after.begin(), all_after.end());
+      CHECK(all_after == all_before);  // the same IDs, repeats included
+    }
+  }
+}

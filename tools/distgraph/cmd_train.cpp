@@ -1,7 +1,6 @@
 // `distgraph train`: the main job. Without a role in the environment it prepares a run
 // (dataset, partition, loopback cluster) and either trains in this process (--standalone)
 // or launches servers and trainers that run this same subcommand in the trainer role.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <torch/cuda.h>
@@ -29,6 +28,7 @@
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/link_prediction.hpp"
 #include "distgraph/train/node_classification.hpp"
+#include "distgraph/train/threads.hpp"
 #include "run_command.hpp"
 
 namespace distgraph::cli {
@@ -172,16 +172,6 @@ void print_result(const nlohmann::json& result, bool json) {
   std::fflush(stdout);
 }
 
-/// Sets libtorch's intra-op threads and, when libtorch's BLAS is OpenBLAS (Debian's
-/// libblas.so.3 alternative), OpenBLAS's own pool to match, so trainers sharing a
-/// computer do not oversubscribe its cores.
-void set_threads(int n) {
-  torch::set_num_threads(n);
-  using SetThreads = void (*)(int);
-  if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    f(n);
-}
-
 /// Intra-op threads for one trainer: the cores shared by the trainers on this computer.
 int trainer_threads(const Environment& env) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -233,7 +223,7 @@ int run_trainer_role(const Args& args) {
   // Which process is which, for whoever must find or stop one.
   std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
                static_cast<int>(::getpid()), ctx.machine_id());
-  set_threads(trainer_threads(ctx.environment()));
+  set_intra_op_threads(trainer_threads(ctx.environment()));
   // Plain "cuda": the trainers of a machine take its GPUs in turn (NCCL needs one each).
   if (args.get_or("device", "cpu") == "cuda")
     recipe.device = torch::Device(
@@ -391,7 +381,7 @@ int run_train(std::vector<std::string> argv) {
 
   if (standalone) {
     // libtorch may default to one intra-op thread; a standalone run owns the machine.
-    set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    set_intra_op_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     InitOptions io;
     io.part_config = config;
     io.checkpoint_dir = out / "server-checkpoints";

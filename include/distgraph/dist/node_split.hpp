@@ -81,15 +81,29 @@ std::vector<std::int64_t> node_split(std::span<const std::int64_t> train_ids, co
 /// while the costliest and the cheapest share differ by more than `tolerance` of the mean,
 /// the costliest gives its most expensive IDs for the cheapest one's least expensive, each
 /// swap narrowing their gap without overshooting. Sizes stay (equal batch counts) and most
-/// IDs stay where they were (locality). `cost(id)` > 0; deterministic, so every trainer
-/// computes the same shares. Why: with skewed degrees a partition's seeds can cost half as
-/// much again to sample and train as another's, and the cheaper trainer idles at every
-/// gradient all-reduce.
+/// IDs stay where they were (locality). An ID listed more than once (force_even's padding
+/// repeats the first IDs in the last share) never moves: a swap could put both copies in
+/// one share, and a loader refuses a seed listed twice. `cost(id)` > 0; deterministic, so
+/// every trainer computes the same shares. Why: with skewed degrees a partition's seeds can
+/// cost half as much again to sample and train as another's, and the cheaper trainer idles
+/// at every gradient all-reduce.
 template <class Cost>
 void balance_shares(std::vector<std::vector<std::int64_t>>& shares, Cost&& cost,
                     double tolerance = 0.005) {
   const std::size_t t = shares.size();
   if (t < 2) return;
+  std::vector<std::int64_t> repeated;  // sorted IDs listed more than once
+  {
+    std::vector<std::int64_t> all;
+    for (const auto& share : shares) all.insert(all.end(), share.begin(), share.end());
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 1; i < all.size(); ++i)
+      if (all[i] == all[i - 1] && (repeated.empty() || repeated.back() != all[i]))
+        repeated.push_back(all[i]);
+  }
+  const auto movable = [&](std::int64_t id) {
+    return !std::binary_search(repeated.begin(), repeated.end(), id);
+  };
   std::vector<std::vector<double>> c(t);
   std::vector<double> total(t, 0.0);
   for (std::size_t r = 0; r < t; ++r) {
@@ -115,6 +129,9 @@ void balance_shares(std::vector<std::vector<std::int64_t>>& shares, Cost&& cost,
     const auto dear = by_cost(c[hi], true), cheap = by_cost(c[lo], false);
     bool swapped = false;
     for (std::size_t i = 0, j = 0; i < dear.size() && j < cheap.size(); ++i) {
+      while (j < cheap.size() && !movable(shares[lo][cheap[j]])) ++j;
+      if (j == cheap.size()) break;
+      if (!movable(shares[hi][dear[i]])) continue;
       const double d = c[hi][dear[i]] - c[lo][cheap[j]];
       if (d <= 0) break;          // nothing dearer left to give
       if (2 * d > gap) continue;  // would overshoot: try a cheaper one

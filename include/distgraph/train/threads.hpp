@@ -1,0 +1,28 @@
+// Intra-op threads of libtorch and of the BLAS under it, set together.
+#pragma once
+
+#include <dlfcn.h>
+#include <torch/types.h>
+
+namespace distgraph {
+
+/// Sets libtorch's intra-op threads to `n` and, when libtorch's BLAS is OpenBLAS (Debian's
+/// libblas.so.3 alternative), OpenBLAS's own pool too: torch::set_num_threads leaves it at
+/// one thread per core, so a "one-thread" trainer still ran its matrix products on every
+/// core, and trainers sharing a computer oversubscribed it (a one-thread batch took 1.8x
+/// as long beside a compiler). Process-wide.
+inline void set_intra_op_threads(int n) {
+  torch::set_num_threads(n);
+  using SetThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    f(n);
+}
+
+/// OpenBLAS's thread count, or 0 when libtorch's BLAS is not OpenBLAS.
+inline int blas_threads() {
+  using GetThreads = int (*)();
+  auto f = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return f ? f() : 0;
+}
+
+}  // namespace distgraph
