@@ -146,6 +146,16 @@ inline RendezvousOptions trainer_rendezvous(std::chrono::milliseconds timeout) {
   return o;
 }
 
+/// libtorch >= 2.4 asks for the libuv TCPStore backend by default and throws where it was
+/// built without libuv (Debian 13's 2.6: "use_libuv was requested but PyTorch was build
+/// without libuv support"). The classic backend exists in every build and serves a job's
+/// few trainers as well. Older versions have no such option. (A template, so the member
+/// test is a substitution.)
+template <class StoreOptions>
+void use_classic_store_backend(StoreOptions& so) {
+  if constexpr (requires { so.useLibUV; }) so.useLibUV = false;
+}
+
 }  // namespace detail
 
 /// A TCPStore for the rendezvous: rank 0 hosts it on master_port (0 = any free port; read
@@ -161,6 +171,7 @@ inline c10::intrusive_ptr<c10d::TCPStore> make_tcp_store(const RendezvousOptions
   // group's rendezvous through the store waits for everyone anyway.
   so.waitWorkers = false;
   so.timeout = o.timeout;
+  detail::use_classic_store_backend(so);
   try {
     return c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
   } catch (const std::exception& e) {
