@@ -13,6 +13,8 @@ int main(int argc, char** argv) try {
   if (argc > 1) init.part_config = argv[1];
   distgraph::Context ctx = distgraph::initialize(init);
   if (ctx.is_server()) return 0;  // a server role served until shutdown
+  // torch's and OpenBLAS's threads: this computer's cores shared by its trainers.
+  distgraph::set_intra_op_threads(ctx.intra_op_threads());
 
   distgraph::NodeClassificationOptions recipe;         // the defaults of `distgraph train`
   recipe.out = argc > 2 ? argv[2] : "train_sage-run";  // metrics.csv, curves.svg, checkpoint

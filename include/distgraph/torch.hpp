@@ -11,5 +11,7 @@
 #include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/run_log.hpp"
 #include "distgraph/train/sage_conv.hpp"
+#include "distgraph/train/split_linear.hpp"
+#include "distgraph/train/threads.hpp"
 #include "distgraph/train/torch_storage.hpp"
 #include "distgraph/train/trainer.hpp"

@@ -172,19 +172,6 @@ void print_result(const nlohmann::json& result, bool json) {
   std::fflush(stdout);
 }
 
-/// Intra-op threads for one trainer: the cores shared by the trainers on this computer.
-int trainer_threads(const Environment& env) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int local_machines = 1;
-  try {
-    const IpConfig ip = read_ip_config(env.ip_config, env.num_servers);
-    local_machines = 0;
-    for (const auto& m : ip.machines) local_machines += is_local_address(m.ip) ? 1 : 0;
-  } catch (const Error&) {
-  }
-  return std::max(1, cores / std::max(1, local_machines * std::max(1, env.num_trainers)));
-}
-
 /// Runs the task `--task` names on `g` (collective over `groups`).
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
@@ -223,7 +210,7 @@ int run_trainer_role(const Args& args) {
   // Which process is which, for whoever must find or stop one.
   std::fprintf(stderr, "trainer %d of %d (pid %d) on machine %d\n", ctx.rank(), ctx.world_size(),
                static_cast<int>(::getpid()), ctx.machine_id());
-  set_intra_op_threads(trainer_threads(ctx.environment()));
+  set_intra_op_threads(ctx.intra_op_threads());
   // Plain "cuda": the trainers of a machine take its GPUs in turn (NCCL needs one each).
   if (args.get_or("device", "cpu") == "cuda")
     recipe.device = torch::Device(

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -62,6 +63,11 @@ class Context {
   RuntimeGraph graph() const { return RuntimeGraph(client_, local_); }
   /// Waits for every trainer of the job (a barrier on server 0).
   void barrier(const std::string& name) const { client_->barrier(name); }
+  /// Compute threads this process should use: the computer's cores divided by the trainers
+  /// that share it (the ip_config's machines on this computer times trainers per machine),
+  /// at least 1; every core standalone. Give it to set_intra_op_threads (train/threads.hpp):
+  /// left at their defaults, OpenBLAS's pools take every core in every trainer.
+  int intra_op_threads() const noexcept { return intra_op_threads_; }
 
  private:
   friend Context make_context(Environment, const InitOptions&);
@@ -69,6 +75,7 @@ class Context {
   std::shared_ptr<StandaloneCluster<InMemoryStorage>> standalone_;
   std::shared_ptr<RuntimeClient> client_;
   std::shared_ptr<const Partition> local_;
+  int intra_op_threads_ = 1;
 };
 
 namespace detail {
@@ -110,6 +117,8 @@ inline Context make_context(Environment e, const InitOptions& opts) {
   Context c;
   c.env_ = std::move(e);
   auto& env = c.env_;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  c.intra_op_threads_ = cores;
   if (env.role == Role::server) {
     detail::run_server_role(env);
     return c;
@@ -145,6 +154,8 @@ inline Context make_context(Environment e, const InitOptions& opts) {
   if (env.ip_config.empty() || env.part_config.empty())
     throw InvalidArgument("trainer role needs DISTGRAPH_IP_CONFIG and DISTGRAPH_PART_CONFIG");
   const IpConfig ip = read_ip_config(env.ip_config, env.num_servers);
+  c.intra_op_threads_ =
+      std::max(1, cores / std::max(1, local_machine_count(ip) * std::max(1, env.num_trainers)));
   auto local = std::make_shared<Partition>(load_partition(env.part_config, env.machine_id));
   if (local->config.num_parts != ip.num_machines())
     throw PartitionError(env.part_config.string() + ": " + std::to_string(local->config.num_parts) +

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -113,6 +116,37 @@ inline IpConfig read_ip_config(const std::filesystem::path& path,
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_ip_config(ss.str(), path, servers_per_machine);
+}
+
+/// True when `ip` names this computer: loopback, or an address of one of its interfaces.
+inline bool is_local_address(const std::string& ip) {
+  in_addr a4{};
+  in6_addr a6{};
+  if (::inet_pton(AF_INET, ip.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127) return true;
+  if (::inet_pton(AF_INET6, ip.c_str(), &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (i->ifa_addr->sa_family == AF_INET)
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
+    else if (i->ifa_addr->sa_family == AF_INET6)
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf,
+                  sizeof buf);
+    found = ip == buf;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+/// Machines of `ip` on this computer (is_local_address): how many of a job's machines
+/// share its cores, all of them on a loopback cluster.
+inline std::int32_t local_machine_count(const IpConfig& ip) {
+  std::int32_t n = 0;
+  for (const auto& m : ip.machines) n += is_local_address(m.ip) ? 1 : 0;
+  return n;
 }
 
 }  // namespace distgraph

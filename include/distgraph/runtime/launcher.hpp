@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -60,29 +59,6 @@ struct LaunchProcess {
   bool running = false;
   int status = 0;
 };
-
-/// True when `ip` names this computer: loopback, or an address of one of its interfaces.
-inline bool is_local_address(const std::string& ip) {
-  in_addr a4{};
-  in6_addr a6{};
-  if (::inet_pton(AF_INET, ip.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127) return true;
-  if (::inet_pton(AF_INET6, ip.c_str(), &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6)) return true;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (i->ifa_addr->sa_family == AF_INET)
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-    else if (i->ifa_addr->sa_family == AF_INET6)
-      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, buf,
-                  sizeof buf);
-    found = ip == buf;
-  }
-  ::freeifaddrs(list);
-  return found;
-}
 
 /// Single-quotes `s` for a POSIX shell.
 inline std::string shell_quote(const std::string& s) {
