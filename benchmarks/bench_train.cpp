@@ -240,14 +240,14 @@ std::string mapped_blas() {
 }
 
 /// Best of `runs` (after one untimed run) of the recipe's model trained over `batches`
-/// on `threads` torch intra-op threads and `blas_threads` OpenBLAS threads (where libtorch's
+/// on `threads` torch intra-op threads and `blas` OpenBLAS threads (where libtorch's
 /// BLAS is OpenBLAS): forward, cross-entropy, backward and Adam step, nothing else. Seconds.
 double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_feats,
-                        std::int64_t classes, int threads, int blas_threads, int runs) {
+                        std::int64_t classes, int threads, int blas, int runs) {
   const distgraph::NodeClassificationOptions o;
   const int threads_before = torch::get_num_threads(), blas_before = distgraph::blas_threads();
-  distgraph::set_intra_op_threads(blas_threads > 0 ? blas_threads : threads);
   torch::set_num_threads(threads);
+  if (blas > 0) distgraph::set_blas_threads(blas);
   torch::manual_seed(0);
   distgraph::GraphSAGE model(distgraph::GraphSAGEOptions{.in_feats = in_feats,
                                                          .hidden = hidden,
@@ -270,9 +270,8 @@ double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_fe
     }
     if (r >= 0) best = std::min(best, clock.seconds());
   }
-  // Back as they were; OpenBLAS's pool separately, it need not have matched torch's.
-  distgraph::set_intra_op_threads(blas_before > 0 ? blas_before : threads_before);
   torch::set_num_threads(threads_before);
+  if (blas_before > 0) distgraph::set_blas_threads(blas_before);
   return best;
 }
 

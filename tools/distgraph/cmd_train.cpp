@@ -14,7 +14,6 @@
 #include <fstream>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.hpp"
@@ -367,12 +366,12 @@ int run_train(std::vector<std::string> argv) {
   }
 
   if (standalone) {
-    // libtorch may default to one intra-op thread; a standalone run owns the machine.
-    set_intra_op_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     InitOptions io;
     io.part_config = config;
     io.checkpoint_dir = out / "server-checkpoints";
     Context ctx = make_context(Environment{}, io);
+    // libtorch may default to one intra-op thread; a standalone run owns the machine.
+    set_intra_op_threads(ctx.intra_op_threads());
     const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true);
     print_result(result_json(res), json);
     return 0;
