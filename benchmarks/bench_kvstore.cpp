@@ -45,6 +45,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_server.hpp"
 #include "distgraph/transport/asio_transport.hpp"
+#include "support/bounds.hpp"
 #include "support/flags.hpp"
 #include "support/raw_tcp.hpp"
 #include "support/report.hpp"
@@ -163,9 +164,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < runs; ++r) {
       best_bound = std::min(best_bound, seconds_of([&] {
                               for (const auto& batch : ids)
-                                for (std::size_t i = 0; i < batch.size(); ++i)
-                                  std::memcpy(out.data() + i * cols, heap.data() + batch[i] * cols,
-                                              row_bytes);
+                                bench::gather_rows(heap.data(), static_cast<std::size_t>(cols),
+                                                   batch, out.data());
                             }));
       best_ours = std::min(best_ours, seconds_of([&] {
                              for (const auto& batch : ids) feat.pull(batch, out);

@@ -61,6 +61,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_server.hpp"
 #include "distgraph/transport/asio_transport.hpp"
+#include "support/bounds.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
 
@@ -116,25 +117,6 @@ struct Bench {
   }
 };
 
-/// Best of `runs` alternating runs of `fn` and `bound_fn`, in seconds, after one untimed
-/// run of each (page faults, allocator warm-up); alternating puts both under the same
-/// machine noise.
-std::pair<double, double> best_pair(int runs, const std::function<void()>& fn,
-                                    const std::function<void()>& bound_fn) {
-  bound_fn();
-  fn();
-  double best = std::numeric_limits<double>::infinity(), best_bound = best;
-  for (int r = 0; r < runs; ++r) {
-    distgraph::Stopwatch a;
-    bound_fn();
-    best_bound = std::min(best_bound, a.seconds());
-    distgraph::Stopwatch b;
-    fn();
-    best = std::min(best, b.seconds());
-  }
-  return {best, best_bound};
-}
-
 void sample_neighbors_local_figure(Bench& bench) {
   const auto view = distgraph::in_edges_view(bench.graph);
   const std::int64_t fanout = bench.args.fanout;
@@ -152,32 +134,13 @@ void sample_neighbors_local_figure(Bench& bench) {
   // random entries of its row as the sampler returns, accumulated so nothing is elided.
   std::int64_t reads = 0;
   std::uint64_t checksum = 0;
-  const std::int64_t* indptr = view.indptr.data();
-  const std::int64_t* indices = view.indices.data();
   const auto bound = [&] {
-    reads = 0;
-    std::uint64_t x = 0x9E3779B97F4A7C15ull;
-    const std::size_t num_seeds = bench.seeds.size();
-    for (std::size_t s = 0; s < num_seeds; ++s) {
-      // The sampler fetches the offsets of the seed 8 ahead; so does the bound, else the
-      // bound would leave memory-level parallelism unused and stop being one.
-      if (s + 8 < num_seeds) __builtin_prefetch(indptr + bench.seeds[s + 8]);
-      const std::int64_t v = bench.seeds[s];
-      const std::int64_t begin = indptr[v], degree = indptr[v + 1] - begin;
-      const std::int64_t k = std::min(fanout, degree);
-      for (std::int64_t j = 0; j < k; ++j) {
-        x ^= x << 13;  // xorshift64 (Marsaglia 2003): the cheapest way to scatter reads
-        x ^= x >> 7;
-        x ^= x << 17;
-        __extension__ using u128 = unsigned __int128;
-        const auto at = static_cast<std::int64_t>(
-            (static_cast<u128>(x) * static_cast<std::uint64_t>(degree)) >> 64);
-        checksum += static_cast<std::uint64_t>(indices[begin + at]);
-      }
-      reads += k;
-    }
+    const auto r =
+        distgraph::bench::random_row_reads(view.indptr, view.indices, bench.seeds, fanout);
+    reads = r.reads;
+    checksum += r.checksum;
   };
-  const auto [s, bound_s] = best_pair(bench.args.runs, sample, bound);
+  const auto [s, bound_s] = distgraph::bench::best_pair(bench.args.runs, sample, bound);
   nlohmann::json params = bench.params;
   params["fanout"] = fanout;
   params["sampler"] = "UniformSampler";
@@ -235,7 +198,7 @@ struct LoopbackServers {
     using Client = DistLoaderGraph::client_type;
     auto client = std::make_shared<Client>(
         std::make_shared<distgraph::AsioTransport>(endpoints),
-        std::get<distgraph::RangePartitionBook>(part0->book),
+        (*part0->book.get_if<distgraph::RangePartitionBook>()),
         distgraph::ClusterLayout{
             .num_machines = 2, .servers_per_machine = 1, .machine_id = 0, .num_trainers = 1},
         std::make_shared<MmapStorage>(MmapStorage::attach(dirs[0])));
@@ -294,17 +257,9 @@ double loader_bound(const Bench& bench, const LoaderData& d) {
     auto seeds = epoch_batches(d, e, bench.args.batch_size);
     for (auto& batch : seeds)
       for (auto& v : batch) v = d.orig_of[static_cast<std::size_t>(v)];
-    distgraph::Stopwatch clock;
-    for (std::size_t b = 0; b < seeds.size(); ++b) {
-      const auto mb = sampler.sample_blocks(
-          view, seeds[b], {.seed = loader_seed, .epoch = e, .batch = static_cast<std::int64_t>(b)});
-      rows.resize(mb.input_nodes.size() * dim);
-      for (std::size_t i = 0; i < mb.input_nodes.size(); ++i)
-        std::memcpy(rows.data() + i * dim,
-                    d.feat.data() + static_cast<std::size_t>(mb.input_nodes[i]) * dim,
-                    dim * sizeof(float));
-    }
-    if (e >= 0) best = std::min(best, clock.seconds());  // epoch -1 warms up
+    const double s = distgraph::bench::in_memory_loader_epoch(view, sampler, seeds, loader_seed,
+                                                              e, d.feat, dim, rows);
+    if (e >= 0) best = std::min(best, s);  // epoch -1 warms up
     batches = static_cast<std::int64_t>(seeds.size());
   }
   return static_cast<double>(batches) / best;

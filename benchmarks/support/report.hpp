@@ -26,6 +26,9 @@ struct Figure {
   std::string bound_name;  ///< what the bound measured, e.g. "memcpy"
   Kind kind = Kind::rate;
   nlohmann::json params = nlohmann::json::object();
+  /// Table only: what tells rows of the same figure apart (e.g. "range/asio/mmap"),
+  /// printed after the ratio; --json has it in params instead.
+  std::string label{};
 
   double ratio() const {
     if (kind == Kind::rate) return bound > 0 ? value / bound : 0.0;
@@ -68,8 +71,9 @@ class Reporter {
                     "bound_name", "ratio");
         printed_table_head_ = true;
       }
-      std::printf("%-26s %14.4g %-10s %14.4g %-22s %7.3f\n", f.figure.c_str(), f.value,
-                  f.unit.c_str(), f.bound, f.bound_name.c_str(), f.ratio());
+      std::printf("%-26s %14.4g %-10s %14.4g %-22s %7.3f%s%s\n", f.figure.c_str(), f.value,
+                  f.unit.c_str(), f.bound, f.bound_name.c_str(), f.ratio(),
+                  f.label.empty() ? "" : "  ", f.label.c_str());
     }
     std::fflush(stdout);
     figures_.push_back(std::move(f));

@@ -110,7 +110,7 @@ TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and 
   const Frontier other = g.sample_neighbors(seeds, 4, SampleKey{.seed = 1, .epoch = 3});
   CHECK(other.eid != fr.eid);
   // Full neighbourhood and -1.
-  const Frontier full = g.sample_neighbors(seeds, -1, key, {.kind = SamplerKind::full, .prob = ""});
+  const Frontier full = g.sample_neighbors(seeds, -1, key, sampler_spec<FullNeighborSampler>());
   std::int64_t total = 0;
   for (auto s : seeds) total += f.graph.in.degree(f.orig_of[static_cast<std::size_t>(s)]);
   CHECK(static_cast<std::int64_t>(full.eid.size()) == total);
@@ -131,10 +131,10 @@ TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[
   std::vector<std::int64_t> seeds(static_cast<std::size_t>(g.num_nodes()));
   std::iota(seeds.begin(), seeds.end(), 0);
   const Frontier fr = g.sample_neighbors(seeds, 3, SampleKey{.seed = 4},
-                                         {.kind = SamplerKind::weighted, .prob = "p"});
+                                         WeightedSampler::spec("p"));
   REQUIRE(!fr.eid.empty());
   for (auto e : fr.eid) REQUIRE(e % 2 == 0);
   CHECK_THROWS_AS(
-      g.sample_neighbors(seeds, 3, SampleKey{}, {.kind = SamplerKind::weighted, .prob = "nope"}),
+      g.sample_neighbors(seeds, 3, SampleKey{}, WeightedSampler::spec("nope")),
       RemoteError);
 }

@@ -444,7 +444,7 @@ TEST_CASE("node_split gives every trainer the same count, covers the set, prefer
           "[dist]") {
   Fixture f(2);
   StandaloneCluster<> cluster(f.config);
-  const auto& book = std::get<RangePartitionBook>(cluster.book());
+  const auto& book = (*(cluster.book()).get_if<RangePartitionBook>());
   std::vector<std::int64_t> train;
   for (std::int64_t v = 0; v < f.data.num_nodes; v += 3) train.push_back(v);  // 167 IDs
   for (const bool even : {true, false}) {

@@ -96,7 +96,7 @@ struct Cluster {
       wait_for_storage(dir, deadline_in(20s));
       local = std::make_shared<MmapStorage>(MmapStorage::attach(dir));
     }
-    return std::make_shared<Client>(transport, std::get<RangePartitionBook>(p0.book),
+    return std::make_shared<Client>(transport, (*(p0.book).get_if<RangePartitionBook>()),
                                     ClusterLayout{.num_machines = machines,
                                                   .servers_per_machine = servers,
                                                   .machine_id = machine,

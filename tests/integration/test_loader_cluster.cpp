@@ -80,7 +80,7 @@ struct LoaderCluster {
       local = std::make_shared<MmapStorage>(MmapStorage::attach(dir));
     }
     const Partition p0 = load_partition(sbm.config, 0);
-    return std::make_shared<Client>(transport, std::get<RangePartitionBook>(p0.book),
+    return std::make_shared<Client>(transport, (*(p0.book).get_if<RangePartitionBook>()),
                                     ClusterLayout{.num_machines = machines,
                                                   .servers_per_machine = 1,
                                                   .machine_id = machine,

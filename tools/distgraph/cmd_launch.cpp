@@ -32,6 +32,9 @@ int run_launch(std::vector<std::string> argv) {
       .option("secret-file", "file with the shared secret servers require (chmod 600)")
       .option("checkpoint-dir",
               "servers' checkpoint folder, on each machine (default: serve's default)")
+      .option("server-program",
+              "run this program (with the trainer command's arguments) as every server "
+              "instead of `distgraph serve`: a program built with its own composition")
       .option("ssh", "program used to reach remote machines (default ssh)")
       .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
       .flag("dry-run", "print every command with its environment and start nothing");
@@ -39,7 +42,8 @@ int run_launch(std::vector<std::string> argv) {
   if (args.help()) {
     args.print_help(
         "distgraph launch --ip-config F --part-config C [--servers S] [--trainers T]\n"
-        "                 [--workspace DIR] [--secret-file P] [--dry-run] -- PROGRAM ARGS...");
+        "                 [--workspace DIR] [--secret-file P] [--server-program P] [--dry-run]\n"
+        "                 -- PROGRAM ARGS...");
     return 0;
   }
   LaunchOptions o;
@@ -56,6 +60,7 @@ int run_launch(std::vector<std::string> argv) {
   o.secret_file = args.get_or("secret-file", "");
   o.checkpoint_dir = args.get_or("checkpoint-dir", "");
   o.ssh = args.get_or("ssh", "ssh");
+  o.server_program = args.get_or("server-program", "");
   o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
   o.dry_run = args.has("dry-run");
   o.distgraph_program = self_program();

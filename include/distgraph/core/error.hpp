@@ -92,6 +92,13 @@ class PartitionError : public Error {
   explicit PartitionError(const std::string& what) : Error(what) {}
 };
 
+/// A trainer and a server were built with compositions that disagree (a sampler the
+/// server lacks, a book that assigns IDs differently); names the server and what differs.
+class CompositionMismatch : public Error {
+ public:
+  explicit CompositionMismatch(const std::string& what) : Error(what) {}
+};
+
 /// A named object (tensor, feature, node type, server) does not exist.
 class NotFound : public Error {
  public:

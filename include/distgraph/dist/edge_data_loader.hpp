@@ -13,6 +13,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
 #include "distgraph/sampling/detail/id_hash_map.hpp"
@@ -84,7 +85,7 @@ struct EdgeLoaderState {
 /// `fanout` edges) and pulls the input features. `options.label` is not used. Prefetch,
 /// determinism, threads and errors as NodeDataLoader (see detail::LoaderBase). Not
 /// thread-safe; movable.
-template <class Graph>
+template <EdgeLoaderGraph Graph>
 class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>, EdgeBatch> {
   using State = detail::EdgeLoaderState<Graph>;
   using Base = detail::LoaderBase<State, EdgeBatch>;

@@ -78,6 +78,9 @@ class KVClient {
 
   const Book& book() const noexcept { return book_; }
   const ClusterLayout& layout() const noexcept { return layout_; }
+  /// The machine's shared storage this trainer reads its own partition's rows from
+  /// (null when none is co-located).
+  const std::shared_ptr<S>& colocated() const noexcept { return colocated_; }
   T& transport() noexcept { return *transport_; }
   Deadline deadline() const { return deadline_in(options_.timeout); }
 
@@ -211,11 +214,7 @@ class KVClient {
       colocated_->read_rows(name, local, local_rows);
       g.scatter(k, local_rows, out, row_bytes);
     }
-    const auto d = deadline();
-    for (std::size_t k = 0; k < g.parts.size(); ++k) {
-      if (!calls[k].valid()) continue;
-      const Reply r = calls[k].get(d);
-      expect_ok(r, "pull '" + name + "' from partition " + std::to_string(g.parts[k]));
+    collect(calls, g, "pull '" + name + "'", [&](std::size_t k, const Reply& r) {
       const std::size_t want = g.count(k) * row_bytes;
       if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
         throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
@@ -225,7 +224,7 @@ class KVClient {
         std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
       else
         g.scatter(k, r.body.parts[0], out, row_bytes);
-    }
+    });
   }
 
   /// Writes (add = false) or adds (add = true) `rows` at `global_ids` of tensor `name`.
@@ -257,11 +256,8 @@ class KVClient {
       else
         colocated_->write_rows(name, local, data);
     }
-    const auto d = deadline();
-    for (std::size_t k = 0; k < g.parts.size(); ++k)
-      if (calls[k].valid())
-        expect_ok(calls[k].get(d), std::string(add ? "push_add '" : "push '") + name +
-                                       "' to partition " + std::to_string(g.parts[k]));
+    collect(calls, g, std::string(add ? "push_add '" : "push '") + name + "'",
+            [](std::size_t, const Reply&) {});
   }
 
   /// Sends a sparse optimizer step for unique rows `global_ids` with float32 gradients
@@ -281,10 +277,7 @@ class KVClient {
           server_for(g.parts[k], true), MsgType::sparse_step,
           rows_message(q.encode(), g.ids_of(k, global_ids), g.gather(k, bytes, row_bytes), true));
     }
-    const auto d = deadline();
-    for (std::size_t k = 0; k < g.parts.size(); ++k)
-      expect_ok(calls[k].get(d),
-                "sparse step '" + name + "' on partition " + std::to_string(g.parts[k]));
+    collect(calls, g, "sparse step '" + name + "'", [](std::size_t, const Reply&) {});
   }
 
   /// Asks every server to shut down (each acknowledges first). Servers already gone
@@ -394,6 +387,22 @@ class KVClient {
       book_.node_to_local(gids, out);
     else
       book_.edge_to_local(gids, out);
+  }
+
+  /// Waits for each valid call of `calls` (one per group of `g`, as send_groups made them)
+  /// within one deadline, checks its status (RemoteError naming `what` and the
+  /// partition) and hands it to `on_reply(k, reply)`. The one send-and-collect loop every
+  /// grouped request shares.
+  template <class OnReply>
+  void collect(std::vector<PendingCall>& calls, const Groups& g, const std::string& what,
+               OnReply&& on_reply) const {
+    const auto d = deadline();
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      if (!calls[k].valid()) continue;
+      const Reply r = calls[k].get(d);
+      expect_ok(r, what + " on partition " + std::to_string(g.parts[k]));
+      on_reply(k, r);
+    }
   }
 
   /// Sends `type` to the server of each group in `g` (the main server when `main`), with

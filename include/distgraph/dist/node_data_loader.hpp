@@ -7,12 +7,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
@@ -64,13 +66,18 @@ struct NodeLoaderState {
 /// fetching overlap with training. Starting another epoch or destroying the loader stops
 /// them (each finishes the batch in hand, bounded by the client's deadline). Not
 /// thread-safe: one consumer per loader. Movable.
-template <class Graph>
+///
+/// `Sampler` (optional) names the sampler in the type, as `NodeDataLoader<Graph,
+/// UniformSampler>`: it must be in the graph's sampler set (checked at compile time) and
+/// replaces the name in `options.sampler` (its parameters stay as given).
+template <LoaderGraph Graph, class Sampler = void>
 class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>, NodeBatch> {
   using State = detail::NodeLoaderState<Graph>;
   using Base = detail::LoaderBase<State, NodeBatch>;
 
  public:
   using graph_type = Graph;
+  using sampler_type = Sampler;
 
   /// Validates everything up front. `train_ids`: this trainer's seed nodes (global IDs,
   /// distinct; e.g. from node_split). `fanouts`: one per layer, input layer first, as DGL
@@ -90,6 +97,13 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
                                                  std::vector<std::int64_t> fanouts,
                                                  LoaderOptions options) {
     const std::string who = "NodeDataLoader";
+    if constexpr (!std::is_void_v<Sampler>) {
+      if constexpr (requires { Graph::sampler_set::names; })
+        static_assert(Graph::sampler_set::contains(Sampler::wire_name),
+                      "NodeDataLoader<Graph, Sampler>: the sampler is not in the graph's "
+                      "composition (add it to its sampler_set)");
+      options.sampler.name = std::string(Sampler::wire_name);
+    }
     detail::check_loader_options(options, who);
     check_fanouts(fanouts);
     detail::check_seed_ids(train_ids, graph.num_nodes(), who, "train node");

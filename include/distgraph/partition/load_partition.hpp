@@ -8,21 +8,18 @@
 #include <map>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/tensor.hpp"
 #include "distgraph/graph/csr.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/partition/any_partition_book.hpp"
 #include "distgraph/partition/basic_partition_book.hpp"
 #include "distgraph/partition/partition_config.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 
 namespace distgraph {
-
-/// Either book, as the config calls for: ranges after relabeling, per-ID maps without.
-using AnyPartitionBook = std::variant<RangePartitionBook, BasicPartitionBook>;
 
 /// One partition as stored: its local graph, ID maps, masks and the rows it owns.
 /// Arrays are memory-mapped, not copied (copy-on-write: writing them never changes files).
@@ -95,40 +92,7 @@ inline HostTensor read_feature(const std::filesystem::path& path, const FeatureS
 /// BasicPartitionBook from node_map.npy/edge_map.npy otherwise). Throws PartitionError
 /// or FormatError naming the file at fault.
 inline AnyPartitionBook load_partition_book(const PartitionConfig& c) {
-  if (c.relabeled) {
-    // ranges[type][part] -> counts[part][type]
-    auto counts = [&](const auto& ranges) {
-      std::vector<std::vector<std::int64_t>> k(static_cast<std::size_t>(c.num_parts),
-                                               std::vector<std::int64_t>(ranges.size()));
-      for (std::size_t t = 0; t < ranges.size(); ++t)
-        for (std::size_t p = 0; p < ranges[t].size(); ++p)
-          k[p][t] = ranges[t][p].second - ranges[t][p].first;
-      return k;
-    };
-    // The book's layout is partition-major then type; the config's ranges must say so.
-    std::int64_t next = 0;
-    for (std::int64_t p = 0; p < c.num_parts; ++p)
-      for (const auto& type_ranges : c.node_ranges) {
-        const auto [s, e] = type_ranges[static_cast<std::size_t>(p)];
-        if (s != next)
-          throw PartitionError(c.path.string() +
-                               ": node_map ranges are not contiguous in "
-                               "partition-major order at partition " +
-                               std::to_string(p));
-        next = e;
-      }
-    return RangePartitionBook(c.ntypes, counts(c.node_ranges), c.etypes, counts(c.edge_ranges));
-  }
-  auto node_map = detail::read_part_array<std::int32_t>(c.resolve(c.node_map_file), c.num_nodes);
-  auto edge_map = detail::read_part_array<std::int32_t>(c.resolve(c.edge_map_file), c.num_edges);
-  for (auto p : node_map)
-    if (p < 0 || p >= c.num_parts)
-      throw IdOutOfRange(c.resolve(c.node_map_file).string(), p, 0, c.num_parts);
-  for (auto p : edge_map)
-    if (p < 0 || p >= c.num_parts)
-      throw IdOutOfRange(c.resolve(c.edge_map_file).string(), p, 0, c.num_parts);
-  return BasicPartitionBook(static_cast<std::int32_t>(c.num_parts), std::move(node_map),
-                            std::move(edge_map));
+  return AnyPartitionBook::from_config(c);
 }
 
 /// Loads partition `part_id` of the config at `config_path`: maps its arrays, checks every
@@ -173,22 +137,21 @@ inline Partition load_partition(const std::filesystem::path& config_path, std::i
                            [](bool b) { return b; }))
     throw PartitionError((gdir / "inner_node.npy").string() + ": owned nodes must come first");
   const auto p = PartId(static_cast<std::int32_t>(part_id));
-  std::visit(
-      [&](const auto& b) {
-        if (b.num_owned_nodes(p) != part.num_inner_nodes)
-          throw PartitionError(
-              (gdir / "inner_node.npy").string() + ": " + std::to_string(part.num_inner_nodes) +
-              " owned nodes; the partition book says " + std::to_string(b.num_owned_nodes(p)));
-        if (b.num_owned_edges(p) != part.num_inner_edges)
-          throw PartitionError(
-              (gdir / "inner_edge.npy").string() + ": " + std::to_string(part.num_inner_edges) +
-              " owned edges; the partition book says " + std::to_string(b.num_owned_edges(p)));
-        const auto owned = b.owned_nodes(p);
-        if (!std::equal(owned.begin(), owned.end(), part.nid.begin()))
-          throw PartitionError((gdir / "nid.npy").string() +
-                               ": owned nodes differ from the partition book's");
-      },
-      part.book);
+  const AnyPartitionBook& b = part.book;
+  if (b.num_owned_nodes(p) != part.num_inner_nodes)
+    throw PartitionError((gdir / "inner_node.npy").string() + ": " +
+                         std::to_string(part.num_inner_nodes) +
+                         " owned nodes; the partition book says " +
+                         std::to_string(b.num_owned_nodes(p)));
+  if (b.num_owned_edges(p) != part.num_inner_edges)
+    throw PartitionError((gdir / "inner_edge.npy").string() + ": " +
+                         std::to_string(part.num_inner_edges) +
+                         " owned edges; the partition book says " +
+                         std::to_string(b.num_owned_edges(p)));
+  const auto owned = b.owned_nodes(p);
+  if (!std::equal(owned.begin(), owned.end(), part.nid.begin()))
+    throw PartitionError((gdir / "nid.npy").string() +
+                         ": owned nodes differ from the partition book's");
   if (!c.counts.empty()) {
     const auto& k = c.counts[static_cast<std::size_t>(part_id)];
     if (k.inner_nodes != part.num_inner_nodes || k.inner_edges != part.num_inner_edges ||
@@ -207,6 +170,19 @@ inline Partition load_partition(const std::filesystem::path& config_path, std::i
     part.edge_feats[spec.name] = detail::read_feature(
         c.resolve(paths.edge_feats) / (spec.name + ".npy"), spec, part.num_inner_edges);
   return part;
+}
+
+/// Book model B for loaded partition `p`: the partition's own book when B is
+/// AnyPartitionBook or the model it holds, else built from the config (load_book<B>).
+template <LoadablePartitionBook B>
+B partition_book(const Partition& p) {
+  if constexpr (std::same_as<B, AnyPartitionBook>) {
+    return p.book;
+  } else {
+    if constexpr (std::same_as<B, RangePartitionBook> || std::same_as<B, BasicPartitionBook>)
+      if (const B* held = p.book.template get_if<B>()) return *held;
+    return load_book<B>(p.config);
+  }
 }
 
 }  // namespace distgraph

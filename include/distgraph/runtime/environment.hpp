@@ -19,6 +19,7 @@ enum class Role { standalone, server, trainer };
 struct Environment {
   Role role = Role::standalone;
   std::filesystem::path ip_config, part_config, secret_file;
+  std::filesystem::path checkpoint_dir;  ///< server role: DISTGRAPH_CHECKPOINT_DIR
   std::int32_t machine_id = 0;
   std::int32_t server_id = 0;
   std::int32_t num_servers = 1;   ///< per machine
@@ -75,6 +76,7 @@ inline Environment read_environment() {
   if (auto v = env_text("DISTGRAPH_IP_CONFIG")) e.ip_config = *v;
   if (auto v = env_text("DISTGRAPH_PART_CONFIG")) e.part_config = *v;
   if (auto v = env_text("DISTGRAPH_SECRET_FILE")) e.secret_file = *v;
+  if (auto v = env_text("DISTGRAPH_CHECKPOINT_DIR")) e.checkpoint_dir = *v;
   constexpr std::int32_t big = 1 << 24;
   e.machine_id = env_int("DISTGRAPH_MACHINE_ID", 0, big).value_or(0);
   e.server_id = env_int("DISTGRAPH_SERVER_ID", 0, big).value_or(0);

@@ -27,9 +27,10 @@
 
 namespace distgraph {
 
-/// The graph type a runtime-initialised program uses in either mode: the transport is
-/// chosen at run time (in-process or TCP), the storage is the machine's shared memory.
-using RuntimeGraph = DistGraph<RangePartitionBook, AnyTransport, MmapStorage>;
+/// The graph type a runtime-initialised program of the default composition uses in either
+/// mode: the partition's own book (range or basic), the transport chosen at run time
+/// (in-process or TCP), the machine's shared memory, the built-in samplers.
+using RuntimeGraph = DistGraph<DefaultPolicies>;
 using RuntimeClient = RuntimeGraph::client_type;
 
 /// What initialize needs beyond the environment.
@@ -47,9 +48,20 @@ struct InitOptions {
   bool retain_freed_memory = true;
 };
 
-/// A trainer's (or standalone run's) place in the job and its connection to the data.
-class Context {
+template <Composition P>
+class BasicContext;
+template <Composition P = DefaultPolicies>
+BasicContext<P> make_context(Environment, const InitOptions&);
+
+/// A trainer's (or standalone run's) place in the job and its connection to the data,
+/// under composition P (its transport must be AnyTransport: initialize() picks in-process
+/// or TCP at run time).
+template <Composition P>
+class BasicContext {
  public:
+  using graph_type = BasicDistGraph<P>;
+  using client_type = typename graph_type::client_type;
+
   Role role() const noexcept { return env_.role; }
   bool is_server() const noexcept { return env_.role == Role::server; }
   bool standalone() const noexcept { return env_.role == Role::standalone; }
@@ -58,9 +70,9 @@ class Context {
   std::int32_t local_rank() const noexcept { return env_.local_rank; }
   std::int32_t machine_id() const noexcept { return env_.machine_id; }
   const Environment& environment() const noexcept { return env_; }
-  std::shared_ptr<RuntimeClient> client() const { return client_; }
+  std::shared_ptr<client_type> client() const { return client_; }
   /// The graph: co-located seeds are sampled and co-located rows read in this process.
-  RuntimeGraph graph() const { return RuntimeGraph(client_, local_); }
+  graph_type graph() const { return graph_type(client_, local_); }
   /// Waits for every trainer of the job (a barrier on server 0).
   void barrier(const std::string& name) const { client_->barrier(name); }
   /// Compute threads this process should use: the computer's cores divided by the trainers
@@ -70,18 +82,19 @@ class Context {
   int intra_op_threads() const noexcept { return intra_op_threads_; }
 
  private:
-  friend Context make_context(Environment, const InitOptions&);
+  friend BasicContext make_context<P>(Environment, const InitOptions&);
   Environment env_;
-  std::shared_ptr<StandaloneCluster<InMemoryStorage>> standalone_;
-  std::shared_ptr<RuntimeClient> client_;
+  std::shared_ptr<BasicStandaloneCluster<P>> standalone_;
+  std::shared_ptr<client_type> client_;
   std::shared_ptr<const Partition> local_;
   int intra_op_threads_ = 1;
 };
 
 namespace detail {
 
-/// Runs the server role until a shutdown request or SIGINT/SIGTERM.
-inline void run_server_role(const Environment& e) {
+/// Runs the server role of composition P until a shutdown request or SIGINT/SIGTERM.
+template <Composition P>
+void run_server_role(const Environment& e) {
   if (e.ip_config.empty() || e.part_config.empty())
     throw InvalidArgument("server role needs DISTGRAPH_IP_CONFIG and DISTGRAPH_PART_CONFIG");
   ServeOptions o;
@@ -92,13 +105,14 @@ inline void run_server_role(const Environment& e) {
   o.server_id = e.server_id;
   o.num_trainers = e.num_trainers * o.ip_config.num_machines();
   if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
+  if (!e.checkpoint_dir.empty()) o.checkpoint_dir = e.checkpoint_dir;
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  ServerProcess server(std::move(o));
+  BasicServerProcess<P> server(std::move(o));
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&stop, &sig);
@@ -109,18 +123,53 @@ inline void run_server_role(const Environment& e) {
   watcher.join();
 }
 
+/// Checks that every machine's main server was built with a composition this trainer's
+/// can talk to: the same book assignment (book_fingerprint) and every sampler of the
+/// trainer's set. Throws CompositionMismatch naming the server and what differs.
+template <Composition P, class Client>
+void check_server_compositions(Client& client) {
+  const std::string mine = std::to_string(book_fingerprint(client.book()));
+  for (std::int32_t m = 0; m < client.layout().num_machines; ++m) {
+    const int s = client.server_for(m, true);
+    const auto md = client.metadata(s);
+    const std::string who = "server " + std::to_string(m) + ".0 (partition " + std::to_string(m) + ")";
+    if (md.contains("book_fingerprint") && md["book_fingerprint"].template get<std::string>() != mine)
+      throw CompositionMismatch(who + ": its " + md.value("book", std::string("?")) +
+                                " book assigns IDs differently from this trainer's " +
+                                book_kind_name(client.book()) +
+                                " book; build trainers and servers with the same composition");
+    if (!md.contains("samplers")) continue;
+    std::vector<std::string> theirs = md["samplers"].template get<std::vector<std::string>>();
+    for (auto n : P::sampler_set::names)
+      if (std::find(theirs.begin(), theirs.end(), std::string(n)) == theirs.end()) {
+        std::string list;
+        for (const auto& t : theirs) list += (list.empty() ? "" : ", ") + t;
+        throw CompositionMismatch(who + ": sampler set [" + list + "] lacks '" + std::string(n) +
+                                  "', which this trainer's composition has; start the servers "
+                                  "with this program (distgraph launch --server-program)");
+      }
+  }
+}
+
 }  // namespace detail
 
 /// Builds the context for `e` (see initialize); exposed for tests.
-inline Context make_context(Environment e, const InitOptions& opts) {
+template <Composition P>
+BasicContext<P> make_context(Environment e, const InitOptions& opts) {
+  using Client = typename BasicContext<P>::client_type;
+  using Book = typename P::book_type;
+  using S = typename P::storage_type;
+  static_assert(std::same_as<typename P::transport_type, AnyTransport>,
+                "initialize(): the composition's transport must be AnyTransport (chosen at run "
+                "time); build other transports' clients by hand");
   if (opts.retain_freed_memory) retain_freed_memory();
-  Context c;
+  BasicContext<P> c;
   c.env_ = std::move(e);
   auto& env = c.env_;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.intra_op_threads_ = cores;
   if (env.role == Role::server) {
-    detail::run_server_role(env);
+    detail::run_server_role<P>(env);
     return c;
   }
   const ClientOptions copts{.timeout = opts.call_timeout};
@@ -130,11 +179,7 @@ inline Context make_context(Environment e, const InitOptions& opts) {
       throw InvalidArgument(
           "standalone run without a partition config (set "
           "DISTGRAPH_PART_CONFIG or pass InitOptions::part_config)");
-    c.standalone_ =
-        std::make_shared<StandaloneCluster<InMemoryStorage>>(config, opts.checkpoint_dir);
-    const auto* book = std::get_if<RangePartitionBook>(&c.standalone_->book());
-    if (book == nullptr)
-      throw PartitionError(config.string() + ": not relabeled; the runtime needs a range book");
+    c.standalone_ = std::make_shared<BasicStandaloneCluster<P>>(config, opts.checkpoint_dir);
     auto transport = std::make_shared<AnyTransport>(InProcessTransport(c.standalone_->handlers()));
     ClusterLayout layout{.num_machines = c.standalone_->num_parts(),
                          .servers_per_machine = 1,
@@ -145,9 +190,10 @@ inline Context make_context(Environment e, const InitOptions& opts) {
     env.world_size = 1;
     // Keep the cluster alive as long as the client: the client's transport calls it.
     auto cluster = c.standalone_;
-    c.client_ =
-        std::shared_ptr<RuntimeClient>(new RuntimeClient(transport, *book, layout, nullptr, copts),
-                                       [cluster](RuntimeClient* p) { delete p; });
+    c.client_ = std::shared_ptr<Client>(
+        new Client(transport, partition_book<Book>(c.standalone_->server(0).partition()), layout,
+                   nullptr, copts),
+        [cluster](Client* p) { delete p; });
     return c;
   }
   // Trainer.
@@ -161,42 +207,48 @@ inline Context make_context(Environment e, const InitOptions& opts) {
     throw PartitionError(env.part_config.string() + ": " + std::to_string(local->config.num_parts) +
                          " partitions but " + env.ip_config.string() + " lists " +
                          std::to_string(ip.num_machines()) + " machines");
-  const auto* book = std::get_if<RangePartitionBook>(&local->book);
-  if (book == nullptr)
-    throw PartitionError(env.part_config.string() +
-                         ": not relabeled; the runtime needs a range book");
+  Book book = partition_book<Book>(*local);
   AsioTransportOptions to;
   to.connect_timeout = opts.connect_timeout;
   to.call_timeout = opts.call_timeout;
   if (!env.secret_file.empty()) to.secret = read_secret_file(env.secret_file);
   auto transport =
       std::make_shared<AnyTransport>(AsioTransport(ip.all_servers(env.num_servers), to));
-  const auto dir = machine_storage_dir(local->config.graph_name,
-                                       ip.machines.at(static_cast<std::size_t>(env.machine_id)));
-  wait_for_storage(dir, deadline_in(opts.connect_timeout));
-  auto storage = std::make_shared<MmapStorage>(MmapStorage::attach(dir));
+  std::shared_ptr<S> storage;
+  if constexpr (SharedStorage<S>) {
+    const auto dir = machine_storage_dir(local->config.graph_name,
+                                         ip.machines.at(static_cast<std::size_t>(env.machine_id)));
+    wait_for_storage(dir, deadline_in(opts.connect_timeout));
+    storage = std::make_shared<S>(S::attach(dir));
+  }
   ClusterLayout layout{.num_machines = ip.num_machines(),
                        .servers_per_machine = env.num_servers,
                        .machine_id = env.machine_id,
                        .preferred_server = env.local_rank,
                        .num_trainers = env.world_size};
-  c.client_ = std::make_shared<RuntimeClient>(transport, *book, layout, storage, copts);
+  c.client_ = std::make_shared<Client>(transport, std::move(book), layout, storage, copts);
   c.local_ = std::move(local);
+  detail::check_server_compositions<P>(*c.client_);
   c.client_->barrier("distgraph:initialize");
   return c;
 }
 
-/// Reads the role from the environment (docs/RUNTIME.md). Server role: serves until told
-/// to shut down, then returns a context whose is_server() is true (the program should
-/// exit). Trainer role: connects to every server (retrying within connect_timeout),
+/// Reads the role from the environment (docs/RUNTIME.md), for composition P (a user's
+/// program built with its own composition is then its own server: `distgraph launch
+/// --server-program`). Server role: serves P's way until told to shut down, then returns
+/// a context whose is_server() is true (the program should exit). Trainer role: connects to every server (retrying within connect_timeout),
 /// attaches the machine's shared storage, waits for all trainers, and returns.
 /// Standalone (no role): loads every partition in this process; no servers needed.
-inline Context initialize(const InitOptions& opts = {}) {
+template <Composition P = DefaultPolicies>
+BasicContext<P> initialize(const InitOptions& opts = {}) {
   InitOptions o = opts;
   // Tests and impatient users shorten the connect deadline without recompiling.
   if (const auto ms = detail::env_int("DISTGRAPH_CONNECT_TIMEOUT_MS", 1, 3'600'000))
     o.connect_timeout = std::chrono::milliseconds(*ms);
-  return make_context(read_environment(), o);
+  return make_context<P>(read_environment(), o);
 }
+
+/// The context of the default composition.
+using Context = BasicContext<DefaultPolicies>;
 
 }  // namespace distgraph

@@ -40,6 +40,10 @@ struct LaunchOptions {
   std::filesystem::path secret_file;     ///< passed by path, never by value
   std::filesystem::path checkpoint_dir;  ///< servers' --checkpoint-dir (empty: their default)
   std::string distgraph_program;         ///< the `distgraph` binary servers run (this one)
+  /// A user's program built with its own composition to run as every server instead of
+  /// `distgraph serve` (initialize() runs the server role from the environment); it gets
+  /// the trainer command's arguments. Empty: `distgraph serve`.
+  std::string server_program;
   std::vector<std::string> program;      ///< the trainer command
   bool dry_run = false;
   std::chrono::milliseconds grace{5'000};            ///< SIGTERM -> SIGKILL
@@ -80,6 +84,29 @@ inline std::uint16_t free_local_port() {
     port = ntohs(a.sin_port);
   if (fd >= 0) ::close(fd);
   return port;
+}
+/// Throws InvalidArgument unless `program` names an executable file (a path, or a name
+/// found on PATH), so a mistyped --server-program fails before anything starts.
+inline void check_program(const std::string& program) {
+  auto executable = [](const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (executable(program)) return;
+  } else if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    std::size_t at = 0;
+    while (at <= dirs.size()) {
+      const auto end = std::min(dirs.find(':', at), dirs.size());
+      if (end > at && executable(std::filesystem::path(dirs.substr(at, end - at)) / program))
+        return;
+      at = end + 1;
+    }
+  }
+  throw InvalidArgument("launch: --server-program '" + program +
+                        "' is not an executable file; expected a program built with "
+                        "distgraph's initialize() (path or name on PATH)");
 }
 inline std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -132,12 +159,31 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
     procs.push_back(std::move(p));
   };
   const std::string secret_arg = o.secret_file.string();
+  if (!o.server_program.empty() && !o.dry_run) detail::check_program(o.server_program);
   for (std::int32_t m = 0; m < machines; ++m)
     for (std::int32_t s = 0; s < o.servers; ++s) {
       LaunchProcess p;
       p.label = "server " + std::to_string(m) + "." + std::to_string(s);
       p.server = true;
       p.machine = m;
+      if (!o.server_program.empty()) {
+        // The user's program in the server role: what `distgraph serve` takes as flags
+        // travels as the environment initialize() reads.
+        p.env = {"DISTGRAPH_ROLE=server",
+                 "DISTGRAPH_IP_CONFIG=" + o.ip_config.string(),
+                 "DISTGRAPH_PART_CONFIG=" + o.part_config.string(),
+                 "DISTGRAPH_MACHINE_ID=" + std::to_string(m),
+                 "DISTGRAPH_SERVER_ID=" + std::to_string(s),
+                 "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
+                 "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers)};
+        if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+        if (!o.checkpoint_dir.empty())
+          p.env.push_back("DISTGRAPH_CHECKPOINT_DIR=" + o.checkpoint_dir.string());
+        std::vector<std::string> cmd{o.server_program};
+        cmd.insert(cmd.end(), o.program.begin() + 1, o.program.end());
+        finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, cmd);
+        continue;
+      }
       std::vector<std::string> cmd{o.distgraph_program, "serve",
                                    "--ip-config",       o.ip_config.string(),
                                    "--part-config",     o.part_config.string(),

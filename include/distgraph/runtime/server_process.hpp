@@ -22,6 +22,7 @@
 #include "distgraph/partition/partition_config.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/server/graph_server.hpp"
+#include "distgraph/server/policies.hpp"
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_server.hpp"
 
@@ -86,14 +87,29 @@ struct ServeOptions {
   std::function<void(std::string_view)> log;           ///< default: stderr
 };
 
-/// One server process's work: loads partition `machine`, shares its data through an
-/// MmapStorage folder with the machine's other servers and trainers, and answers requests
-/// on port ip_config[machine].port + server_id until a shutdown request or stop().
-class ServerProcess {
+/// Whether storage S can be shared between the processes of a machine (a folder that
+/// backup servers and co-located trainers attach to, as MmapStorage does).
+template <class S>
+concept SharedStorage = Storage<S> && requires(const std::filesystem::path& dir) {
+  { S::create_dir(dir) } -> std::same_as<S>;
+  { S::attach(dir) } -> std::same_as<S>;
+};
+
+/// One server process's work under composition P: loads partition `machine`, builds P's
+/// book for it and serves it with P's sampler set, and answers requests on port
+/// ip_config[machine].port + server_id until a shutdown request or stop(). With a
+/// SharedStorage (MmapStorage, the default) it shares its data through a folder with the
+/// machine's other servers and trainers; any other storage is private to the process, so
+/// the machine may have no backup servers and its trainers read rows by request.
+template <Composition P = DefaultPolicies>
+class BasicServerProcess {
  public:
+  using storage_type = typename P::storage_type;
+  using server_type = BasicGraphServer<P>;
+
   /// Loads and binds; throws PartitionError/FormatError for bad files, IoError naming the
   /// port when it is taken, TimeoutError when a backup's main never publishes.
-  explicit ServerProcess(ServeOptions o) : options_(std::move(o)) {
+  explicit BasicServerProcess(ServeOptions o) : options_(std::move(o)) {
     const auto& ipc = options_.ip_config;
     if (options_.machine < 0 || options_.machine >= ipc.num_machines())
       throw IdOutOfRange("machine id", options_.machine, 0, ipc.num_machines());
@@ -111,7 +127,14 @@ class ServerProcess {
     const auto& me0 = ipc.machines.at(static_cast<std::size_t>(options_.machine));
     dir_ = options_.storage_dir.empty() ? machine_storage_dir(cfg.graph_name, me0)
                                         : options_.storage_dir;
-    if (options_.server_id == 0) std::filesystem::remove_all(dir_);
+    if constexpr (!SharedStorage<storage_type>)
+      if (options_.num_servers > 1)
+        throw InvalidArgument("server " + std::to_string(options_.machine) + "." +
+                              std::to_string(options_.server_id) +
+                              ": the composition's storage is private to one process, so a "
+                              "machine cannot have backup servers; use --servers 1 or "
+                              "MmapStorage");
+    if (SharedStorage<storage_type> && options_.server_id == 0) std::filesystem::remove_all(dir_);
     Partition part = load_partition(options_.part_config, options_.machine);
     if (part.config.num_parts != ipc.num_machines())
       throw PartitionError(options_.part_config.string() + ": " +
@@ -120,14 +143,18 @@ class ServerProcess {
                            " machines; expected one machine per partition");
     const auto& me = me0;
     const bool main = options_.server_id == 0;
-    if (main) {
-      storage_ = std::make_shared<MmapStorage>(MmapStorage::create_dir(dir_));
+    if constexpr (SharedStorage<storage_type>) {
+      if (main) {
+        storage_ = std::make_shared<storage_type>(storage_type::create_dir(dir_));
+      } else {
+        wait_for_storage(dir_, deadline_in(options_.startup_timeout));
+        storage_ = std::make_shared<storage_type>(storage_type::attach(dir_));
+      }
     } else {
-      wait_for_storage(dir_, deadline_in(options_.startup_timeout));
-      storage_ = std::make_shared<MmapStorage>(MmapStorage::attach(dir_));
+      storage_ = std::make_shared<storage_type>();
     }
-    server_ = std::make_unique<GraphServer<MmapStorage>>(
-        std::move(part), storage_, main ? ServerRole::main : ServerRole::backup);
+    server_ = std::make_unique<server_type>(std::move(part), storage_,
+                                            main ? ServerRole::main : ServerRole::backup);
     if (!options_.checkpoint_dir.empty()) server_->kv().set_checkpoint_dir(options_.checkpoint_dir);
     AsioServerOptions ao;
     ao.address = options_.bind_address.empty() ? me.ip : options_.bind_address;
@@ -139,19 +166,19 @@ class ServerProcess {
     ao.log = options_.log;
     asio_ = std::make_unique<AsioServer>(server_->handler(), ao);
     asio_->start();
-    if (main) {
+    if (SharedStorage<storage_type> && main) {
       const auto marker = storage_ready_marker(dir_);
       std::ofstream(dir_ / "READY.tmp") << ::getpid() << "\n";
       std::filesystem::rename(dir_ / "READY.tmp", marker);
     }
   }
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
-  ~ServerProcess() { stop(); }
+  BasicServerProcess(const BasicServerProcess&) = delete;
+  BasicServerProcess& operator=(const BasicServerProcess&) = delete;
+  ~BasicServerProcess() { stop(); }
 
   std::uint16_t port() const { return asio_->port(); }
   const std::filesystem::path& storage_dir() const noexcept { return dir_; }
-  GraphServer<MmapStorage>& server() noexcept { return *server_; }
+  server_type& server() noexcept { return *server_; }
 
   /// Blocks until a client sends shutdown or stop() is called, then lets replies in
   /// flight go out and closes.
@@ -165,7 +192,7 @@ class ServerProcess {
   void stop() {
     if (server_) server_->kv().request_shutdown();
     if (asio_) asio_->stop();
-    if (options_.server_id == 0 && !dir_.empty()) {
+    if (SharedStorage<storage_type> && options_.server_id == 0 && !dir_.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(dir_, ec);  // mappings others hold stay valid
     }
@@ -174,9 +201,12 @@ class ServerProcess {
  private:
   ServeOptions options_;
   std::filesystem::path dir_;
-  std::shared_ptr<MmapStorage> storage_;
-  std::unique_ptr<GraphServer<MmapStorage>> server_;
+  std::shared_ptr<storage_type> storage_;
+  std::unique_ptr<server_type> server_;
   std::unique_ptr<AsioServer> asio_;
 };
+
+/// The server process of the default composition (what `distgraph serve` runs).
+using ServerProcess = BasicServerProcess<DefaultPolicies>;
 
 }  // namespace distgraph

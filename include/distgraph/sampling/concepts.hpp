@@ -4,10 +4,13 @@
 #include <concepts>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
+#include "distgraph/sampling/sampler_site.hpp"
+#include "distgraph/transport/head_codec.hpp"
 
 namespace distgraph {
 
@@ -56,6 +59,19 @@ concept Sampler = TaggedSampler<S> && std::copy_constructible<S> &&
              std::int64_t fanout, const SampleKey& key, Picks& picks) {
   s.validate(g);
   s.sample(g, local_seeds, fanout, key, picks);
+};
+
+/// A Sampler that can run where the graph lives (docs/concepts/Sampler.md): requests name
+/// it by `S::wire_name` (a stable string, unique in a sampler set), and the server, or a
+/// trainer sampling its co-located partition, rebuilds it with
+/// `S::at_site(params, site)` from the parameter block the client's SamplerSpec carries
+/// (decoded through `params`, a length-checked HeadReader: malformed parameters throw
+/// ProtocolError, which the server answers with bad_request) and from what the partition
+/// holds (`site`, e.g. per-edge weights laid out by position).
+template <class S>
+concept DistributedSampler = Sampler<S> && requires(HeadReader& params, SamplerSite& site) {
+  { S::wire_name } -> std::convertible_to<std::string_view>;
+  { S::at_site(params, site) } -> std::same_as<S>;
 };
 
 }  // namespace distgraph

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
@@ -16,6 +17,9 @@ namespace distgraph {
 class FullNeighborSampler {
  public:
   using policy_category = sampler_tag;
+  /// How requests name it (DistributedSampler); it takes no parameters.
+  static constexpr std::string_view wire_name = "full";
+  static FullNeighborSampler at_site(HeadReader&, SamplerSite&) { return {}; }
 
   /// Nothing to check: the sampler brings no per-edge data.
   void validate(const LocalGraphView&) const noexcept {}
@@ -28,6 +32,6 @@ class FullNeighborSampler {
   }
 };
 
-static_assert(Sampler<FullNeighborSampler>);
+static_assert(DistributedSampler<FullNeighborSampler>);
 
 }  // namespace distgraph

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
@@ -17,6 +18,9 @@ namespace distgraph {
 class UniformReplaceSampler {
  public:
   using policy_category = sampler_tag;
+  /// How requests name it (DistributedSampler); it takes no parameters.
+  static constexpr std::string_view wire_name = "uniform_replace";
+  static UniformReplaceSampler at_site(HeadReader&, SamplerSite&) { return {}; }
 
   /// Nothing to check: the sampler brings no per-edge data.
   void validate(const LocalGraphView&) const noexcept {}
@@ -41,6 +45,6 @@ class UniformReplaceSampler {
   }
 };
 
-static_assert(Sampler<UniformReplaceSampler>);
+static_assert(DistributedSampler<UniformReplaceSampler>);
 
 }  // namespace distgraph

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/detail/id_hash_map.hpp"
@@ -50,6 +51,9 @@ inline void floyd_sample(SampleRng& rng, std::int64_t n, std::int64_t k, std::in
 class UniformSampler {
  public:
   using policy_category = sampler_tag;
+  /// How requests name it (DistributedSampler); it takes no parameters.
+  static constexpr std::string_view wire_name = "uniform";
+  static UniformSampler at_site(HeadReader&, SamplerSite&) { return {}; }
 
   /// Nothing to check: the sampler brings no per-edge data.
   void validate(const LocalGraphView&) const noexcept {}
@@ -88,6 +92,6 @@ class UniformSampler {
   }
 };
 
-static_assert(Sampler<UniformSampler>);
+static_assert(DistributedSampler<UniformSampler>);
 
 }  // namespace distgraph

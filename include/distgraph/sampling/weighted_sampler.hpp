@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string_view>
 #include <span>
 #include <string>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
+#include "distgraph/sampling/sampler_spec.hpp"
 
 namespace distgraph {
 
@@ -38,6 +41,31 @@ struct WeightedOptions {
 class WeightedSampler {
  public:
   using policy_category = sampler_tag;
+  /// How requests name it (DistributedSampler). Its parameters: the name of a float32
+  /// edge data tensor holding one probability per edge, and whether to draw with
+  /// replacement; each partition lays the tensor out by its own edge positions.
+  static constexpr std::string_view wire_name = "weighted";
+  /// The request form: probabilities from edge data `prob` (e.g. "p" for edata "p").
+  static SamplerSpec spec(const std::string& prob, bool replace = false) {
+    HeadWriter w;
+    w.put_string(prob).put(static_cast<std::uint8_t>(replace ? 1 : 0));
+    return SamplerSpec{std::string(wire_name), w.take()};
+  }
+  /// Rebuilt where the partition lives, from its copy of edge data `prob` (cached per site
+  /// and options: a later push to the tensor is not seen). Throws ProtocolError for
+  /// malformed parameters, NotFound / DTypeError for a missing or non-float32 tensor.
+  static WeightedSampler at_site(HeadReader& params, SamplerSite& site) {
+    const std::string prob = params.get_string(256);
+    const std::uint8_t replace = params.get<std::uint8_t>();
+    if (replace > 1) throw ProtocolError("weighted sampler: replace flag " + std::to_string(replace) + "; expected 0 or 1");
+    auto made = site.cached("weighted:" + prob + (replace ? "#r" : "#n"), [&] {
+      WeightedOptions wo;
+      wo.replace = replace == 1;
+      return std::static_pointer_cast<const void>(
+          std::make_shared<const WeightedSampler>(site.edge_values_by_position(prob), wo));
+    });
+    return *static_cast<const WeightedSampler*>(made.get());
+  }
 
   /// Takes the probabilities (one per edge position). Throws InvalidArgument naming the
   /// first position whose probability is negative, NaN or infinite. O(edges), once.
@@ -129,6 +157,6 @@ class WeightedSampler {
   WeightedOptions opts_;
 };
 
-static_assert(Sampler<WeightedSampler>);
+static_assert(DistributedSampler<WeightedSampler>);
 
 }  // namespace distgraph

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -15,43 +13,42 @@
 #include <vector>
 
 #include "distgraph/partition/load_partition.hpp"
-#include "distgraph/sampling/full_neighbor_sampler.hpp"
-#include "distgraph/sampling/partition_view.hpp"
 #include "distgraph/sampling/sample_local.hpp"
-#include "distgraph/sampling/uniform_replace_sampler.hpp"
-#include "distgraph/sampling/uniform_sampler.hpp"
-#include "distgraph/sampling/weighted_sampler.hpp"
 #include "distgraph/server/kv_server.hpp"
+#include "distgraph/server/partition_site.hpp"
+#include "distgraph/server/policies.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 
 namespace distgraph {
 
-/// Storage names of graph data: node data "feat" is tensor "node:feat", edge data "w"
-/// is "edge:w" (one namespace per kind, so a node and an edge tensor may share a name).
-inline std::string node_data_name(const std::string& name) { return "node:" + name; }
-inline std::string edge_data_name(const std::string& name) { return "edge:" + name; }
-
 /// A server's role on its machine: the main server loads the partition's features into
 /// the storage; backup servers share that storage (MmapStorage) and only serve.
 enum class ServerRole { main, backup };
 
-/// Direction of a degree query.
-enum class DegreeKind : std::uint8_t { in = 0, out = 1 };
-
-/// Serves one partition: the KV protocol over its node/edge data plus graph queries
-/// (degrees, find_edges). Thread-safe; handle() never throws.
-template <Storage S>
-class GraphServer {
+/// Serves one partition under composition P: the KV protocol over its node/edge data
+/// (P's storage, addressed through P's book) plus graph queries (degrees, find_edges,
+/// original IDs) and sampling with any sampler of P's sampler set, named by the request.
+/// Thread-safe; handle() never throws.
+template <Composition P>
+class BasicGraphServer {
  public:
-  /// Takes partition `part` (from load_partition). As ServerRole::main it copies the
-  /// partition's node and edge features into `storage` (reusing them if present).
-  GraphServer(Partition part, std::shared_ptr<S> storage, ServerRole role = ServerRole::main)
-      : part_(std::move(part)),
-        kv_(std::move(storage), part_.book, static_cast<std::int32_t>(part_.part_id)) {
+  using policies = P;
+  using book_type = typename P::book_type;
+  using storage_type = typename P::storage_type;
+  using sampler_set = typename P::sampler_set;
+
+  /// Takes partition `part` (from load_partition) and builds P's book for it. As
+  /// ServerRole::main it copies the partition's node and edge features into `storage`
+  /// (reusing them if present).
+  BasicGraphServer(Partition part, std::shared_ptr<storage_type> storage,
+                   ServerRole role = ServerRole::main)
+      : part_(std::make_unique<Partition>(std::move(part))),
+        kv_(storage, partition_book<book_type>(*part_), static_cast<std::int32_t>(part_->part_id)),
+        site_(*part_, kv_.book(), storage) {
     if (role == ServerRole::main) {
-      load_features(part_.node_feats, node_data_name);
-      load_features(part_.edge_feats, edge_data_name);
+      load_features(part_->node_feats, node_data_name);
+      load_features(part_->edge_feats, edge_data_name);
     }
     index_graph();
   }
@@ -65,70 +62,60 @@ class GraphServer {
           return on_degrees(req);
         case MsgType::find_edges:
           return on_find_edges(req);
+        case MsgType::orig_ids:
+          return on_orig_ids(req);
         case MsgType::sample_neighbors:
           return on_sample(req);
         default:
           return kv_.handle(req);
       }
-    } catch (const ProtocolError& e) {
-      return Reply::error(Status::bad_request, e.what());
-    } catch (const IdOutOfRange& e) {
-      return Reply::error(Status::out_of_range, e.what());
-    } catch (const NotFound& e) {
-      return Reply::error(Status::not_found, e.what());
-    } catch (const DTypeError& e) {
-      return Reply::error(Status::dtype_mismatch, e.what());
-    } catch (const ShapeError& e) {
-      return Reply::error(Status::shape_mismatch, e.what());
-    } catch (const InvalidArgument& e) {
-      return Reply::error(Status::bad_request, e.what());
     } catch (const std::exception& e) {
-      return Reply::error(Status::internal_error, e.what());
+      return error_reply(e, req.type);
     }
   }
   Handler handler() {
     return [this](const Request& r) { return handle(r); };
   }
 
-  KVServer<S>& kv() noexcept { return kv_; }
-  const Partition& partition() const noexcept { return part_; }
+  KVServer<storage_type, book_type>& kv() noexcept { return kv_; }
+  const Partition& partition() const noexcept { return *part_; }
 
+  /// The KV facts plus the graph's, and the composition trainers must match: the book's
+  /// kind and fingerprint (book_fingerprint) and the sampler set's names.
   nlohmann::json metadata() const {
     nlohmann::json j = kv_.metadata();
-    j["graph_name"] = part_.config.graph_name;
-    j["num_inner_nodes"] = part_.num_inner_nodes;
-    j["num_local_nodes"] = part_.graph.num_rows;
-    j["num_local_edges"] = part_.graph.num_edges();
+    j["graph_name"] = part_->config.graph_name;
+    j["num_inner_nodes"] = part_->num_inner_nodes;
+    j["num_local_nodes"] = part_->graph.num_rows;
+    j["num_local_edges"] = part_->graph.num_edges();
+    j["book"] = book_kind_name(kv_.book());
+    j["book_fingerprint"] = std::to_string(book_fingerprint(kv_.book()));
+    nlohmann::json names = nlohmann::json::array();
+    for (auto n : sampler_set::names) names.push_back(std::string(n));
+    j["samplers"] = names;
     return j;
   }
 
   /// In-degrees of owned nodes `global_ids` (IdOutOfRange for others).
   std::vector<std::int64_t> in_degrees(std::span<const std::int64_t> global_ids) const {
     std::vector<std::int64_t> local(global_ids.size());
-    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::node, global_ids, local);
-    for (auto& v : local) v = part_.graph.degree(v);
+    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::node, global_ids, local);
+    for (auto& v : local) v = part_->graph.degree(v);
     return local;
   }
-  /// Samples in-neighbours of owned seeds `global_ids` (see sample_neighbors_local): the
-  /// same picks a trainer holding this partition would make for the same key.
+  /// Samples in-neighbours of owned seeds `global_ids` with the sampler `spec` names (see
+  /// sample_neighbors_local): the same picks a trainer holding this partition would make
+  /// for the same key. Throws ProtocolError for a sampler outside P's set or malformed
+  /// parameters.
   Frontier sample(std::span<const std::int64_t> global_ids, std::int64_t fanout,
                   const SampleKey& key, const SamplerSpec& spec) {
     std::vector<std::int64_t> local(global_ids.size());
-    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::node, global_ids, local);
-    const LocalGraphView view = partition_view(part_);
+    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::node, global_ids, local);
     SampleOptions opts;
     opts.num_threads = 1;  // the server runs many requests at once
-    switch (spec.kind) {
-      case SamplerKind::uniform:
-        return sample_neighbors_local(view, local, fanout, key, UniformSampler{}, opts);
-      case SamplerKind::uniform_replace:
-        return sample_neighbors_local(view, local, fanout, key, UniformReplaceSampler{}, opts);
-      case SamplerKind::full:
-        return sample_neighbors_local(view, local, fanout, key, FullNeighborSampler{}, opts);
-      case SamplerKind::weighted:
-        return sample_neighbors_local(view, local, fanout, key, weighted_sampler(spec), opts);
-    }
-    throw ProtocolError("sample_neighbors: unknown sampler kind");
+    return sampler_set::visit(spec, site_, [&](const auto& sampler) {
+      return sample_neighbors_local(site_.view(), local, fanout, key, sampler, opts);
+    });
   }
 
   /// This partition's share of the out-degrees of any nodes: the edges it owns whose
@@ -155,29 +142,17 @@ class GraphServer {
   }
 
   void index_graph() {
-    num_nodes_ = std::visit([](const auto& b) { return b.num_nodes(); }, part_.book);
-    const auto n = static_cast<std::size_t>(part_.graph.num_rows);
+    num_nodes_ = kv_.book().num_nodes();
+    const auto n = static_cast<std::size_t>(part_->graph.num_rows);
     local_of_.reserve(n);
     for (std::size_t v = 0; v < n; ++v)
-      local_of_.emplace(part_.nid[v], static_cast<std::int64_t>(v));
+      local_of_.emplace(part_->nid[v], static_cast<std::int64_t>(v));
     // Only the edges this partition owns: deeper halos also store edges owned elsewhere,
     // which their owners count.
     out_share_.assign(n, 0);
-    const auto sources = part_.graph.indices.span();
+    const auto sources = part_->graph.indices.span();
     for (std::size_t e = 0; e < sources.size(); ++e)
-      if (part_.inner_edge[e]) ++out_share_[static_cast<std::size_t>(sources[e])];
-    // Position in the CSC of each owned edge, by its local (book) edge ID.
-    std::vector<std::int64_t> owned_pos, owned_gid;
-    for (std::size_t e = 0; e < part_.eid.size(); ++e)
-      if (part_.inner_edge[e]) {
-        owned_pos.push_back(static_cast<std::int64_t>(e));
-        owned_gid.push_back(part_.eid[e]);
-      }
-    std::vector<std::int64_t> owned_local(owned_gid.size());
-    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::edge, owned_gid, owned_local);
-    edge_pos_.assign(owned_gid.size(), -1);
-    for (std::size_t i = 0; i < owned_local.size(); ++i)
-      edge_pos_[static_cast<std::size_t>(owned_local[i])] = owned_pos[i];
+      if (part_->inner_edge[e]) ++out_share_[static_cast<std::size_t>(sources[e])];
   }
 
   static Reply text_reply(const std::string& s) {
@@ -192,85 +167,77 @@ class GraphServer {
     r.body.keep_alive = owned;
     return r;
   }
+  /// Part 0 of `req` as `count` int64 IDs (ProtocolError otherwise).
+  static std::span<const std::int64_t> id_part(const Request& req, std::int64_t count,
+                                               const char* subject) {
+    if (req.body.parts.size() != 1)
+      throw ProtocolError(std::string(subject) + ": " + std::to_string(req.body.parts.size()) +
+                          " parts; expected 1 (IDs)");
+    return part_as<std::int64_t>(req.body.parts[0], count, subject);
+  }
 
   Reply on_sample(const Request& req) {
     const auto q = SampleRequest::decode(req.body.head);
-    if (req.body.parts.size() != 1)
-      throw ProtocolError("sample_neighbors: expected 1 part (seeds)");
-    const auto seeds = part_as<std::int64_t>(req.body.parts[0], q.count, "sample_neighbors");
+    const auto seeds = id_part(req, q.count, "sample_neighbors");
+    check_fanout(q.fanout, "sample_neighbors: fanout");
     Frontier f = sample(seeds, q.fanout, q.key, q.sampler);
     return ids_reply({std::move(f.src), std::move(f.dst), std::move(f.eid)});
   }
 
-  /// The weighted sampler over edge data tensor `spec.prob`, its values laid out by CSC
-  /// position; built on first use and cached (a later push to the tensor is not seen).
-  WeightedSampler weighted_sampler(const SamplerSpec& spec) {
-    const std::string name = edge_data_name(spec.prob);
-    std::lock_guard lock(weights_mu_);
-    const std::string key = name + (spec.replace ? "#r" : "#n");
-    if (auto it = weights_.find(key); it != weights_.end()) return it->second;
-    const TensorSpec ts = kv_.storage().spec(name);
-    if (ts.dtype != DType::float32 || ts.cols != 1)
-      throw DTypeError("edge data '" + spec.prob + "'",
-                       "probabilities must be one float32 per edge");
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(ts.rows));
-    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
-    std::vector<float> by_local(rows.size());
-    kv_.storage().read_rows(name, rows, std::as_writable_bytes(std::span(by_local)));
-    // Edges outside the partition's own (deeper halos) are never a seed's in-edge: 0.
-    std::vector<float> by_pos(static_cast<std::size_t>(part_.graph.num_edges()), 0.0f);
-    for (std::size_t l = 0; l < edge_pos_.size() && l < by_local.size(); ++l)
-      by_pos[static_cast<std::size_t>(edge_pos_[l])] = by_local[l];
-    WeightedOptions wo;
-    wo.replace = spec.replace;
-    return weights_.emplace(key, WeightedSampler(std::move(by_pos), wo)).first->second;
-  }
-
-  /// degrees: head = u8 kind (in/out), i64 count; part 0 = global node IDs. Reply part 0
-  /// = int64 degrees (out: this partition's share; the trainer sums over partitions).
   Reply on_degrees(const Request& req) {
-    HeadReader r(req.body.head, "degrees");
-    const auto kind = static_cast<DegreeKind>(r.get<std::uint8_t>());
-    const auto count = r.get<std::int64_t>();
-    r.finish();
-    if (req.body.parts.size() != 1) throw ProtocolError("degrees: expected 1 part (node IDs)");
-    const auto ids = part_as<std::int64_t>(req.body.parts[0], count, "degrees");
-    if (kind == DegreeKind::in) return ids_reply({in_degrees(ids)});
-    if (kind == DegreeKind::out) return ids_reply({out_degree_share(ids)});
-    throw ProtocolError("degrees: unknown direction");
+    const auto q = DegreesRequest::decode(req.body.head);
+    const auto ids = id_part(req, q.count, "degrees");
+    if (q.kind == DegreeKind::in) return ids_reply({in_degrees(ids)});
+    return ids_reply({out_degree_share(ids)});
   }
 
-  /// find_edges: head = i64 count; part 0 = owned global edge IDs. Reply parts = global
-  /// source IDs, global destination IDs.
   Reply on_find_edges(const Request& req) {
-    HeadReader r(req.body.head, "find_edges");
-    const auto count = r.get<std::int64_t>();
-    r.finish();
-    if (req.body.parts.size() != 1) throw ProtocolError("find_edges: expected 1 part (edge IDs)");
-    const auto ids = part_as<std::int64_t>(req.body.parts[0], count, "find_edges");
+    const auto q = FindEdgesRequest::decode(req.body.head);
+    const auto ids = id_part(req, q.count, "find_edges");
     std::vector<std::int64_t> local(ids.size());
-    detail::global_to_owned(part_.book, kv_.part_id(), RowKind::edge, ids, local);
+    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::edge, ids, local);
     std::vector<std::int64_t> src(ids.size()), dst(ids.size());
-    const auto indptr = part_.graph.indptr.span();
+    const auto indptr = part_->graph.indptr.span();
+    const auto& pos_of = site_.edge_positions();
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      const std::int64_t pos = edge_pos_[static_cast<std::size_t>(local[i])];
+      const std::int64_t pos = pos_of[static_cast<std::size_t>(local[i])];
       // The destination is the CSC row whose range holds `pos`.
       const auto row = std::upper_bound(indptr.begin(), indptr.end(), pos) - indptr.begin() - 1;
-      src[i] =
-          part_.nid[static_cast<std::size_t>(part_.graph.indices[static_cast<std::size_t>(pos)])];
-      dst[i] = part_.nid[static_cast<std::size_t>(row)];
+      src[i] = part_->nid[static_cast<std::size_t>(
+          part_->graph.indices[static_cast<std::size_t>(pos)])];
+      dst[i] = part_->nid[static_cast<std::size_t>(row)];
     }
     return ids_reply({std::move(src), std::move(dst)});
   }
 
-  Partition part_;
-  KVServer<S> kv_;
+  /// Owned nodes are local rows [0, num_inner_nodes) in book order, so a node's input ID is
+  /// orig_nid at its book-local ID; an owned edge's is orig_eid at its CSC position.
+  Reply on_orig_ids(const Request& req) {
+    const auto q = OrigIdsRequest::decode(req.body.head);
+    const auto ids = id_part(req, q.count, "orig_ids");
+    std::vector<std::int64_t> local(ids.size());
+    detail::global_to_owned(kv_.book(), kv_.part_id(), q.kind, ids, local);
+    for (auto& v : local)
+      v = q.kind == RowKind::node
+              ? part_->orig_nid[static_cast<std::size_t>(v)]
+              : part_->orig_eid[static_cast<std::size_t>(
+                    site_.edge_positions()[static_cast<std::size_t>(v)])];
+    return ids_reply({std::move(local)});
+  }
+
+  // The partition is held by pointer: the site and the mapped arrays keep referring to it
+  // when the server moves.
+  std::unique_ptr<Partition> part_;
+  KVServer<storage_type, book_type> kv_;
+  PartitionSite<book_type, storage_type> site_;
   std::int64_t num_nodes_ = 0;
   std::unordered_map<std::int64_t, std::int64_t> local_of_;  // global -> local node
   std::vector<std::int64_t> out_share_;                      // per local node
-  std::vector<std::int64_t> edge_pos_;                       // owned edge -> CSC position
-  std::mutex weights_mu_;
-  std::map<std::string, WeightedSampler> weights_;
 };
+
+/// A graph server over composition `X` (DefaultPolicies when omitted); `X` may also be a
+/// Storage alone, for the default composition with that storage (GraphServer<InMemoryStorage>).
+template <class X = DefaultPolicies>
+using GraphServer = BasicGraphServer<typename detail::server_compose<X>::type>;
 
 }  // namespace distgraph

@@ -40,13 +40,16 @@ namespace distgraph {
 ///
 /// Thread-safe: transports call handle() from several threads. Never throws out of
 /// handle(): every bad request gets an error reply naming what was wrong.
-template <Storage S>
+template <Storage S, PartitionBook Book = AnyPartitionBook>
 class KVServer {
  public:
+  using book_type = Book;
+  using storage_type = S;
+
   /// `storage` may be shared with other servers and co-located trainers of this machine.
-  KVServer(std::shared_ptr<S> storage, AnyPartitionBook book, std::int32_t part_id)
+  KVServer(std::shared_ptr<S> storage, Book book, std::int32_t part_id)
       : storage_(std::move(storage)), book_(std::move(book)), part_id_(part_id) {
-    const auto parts = std::visit([](const auto& b) { return b.num_partitions(); }, book_);
+    const auto parts = book_.num_partitions();
     if (part_id_ < 0 || part_id_ >= parts)
       throw IdOutOfRange("server partition id", part_id_, 0, parts);
   }
@@ -86,24 +89,8 @@ class KVServer {
           return Reply::error(Status::unknown_message,
                               msg_type_name(req.type) + ": not served by this server");
       }
-    } catch (const ProtocolError& e) {
-      return Reply::error(Status::bad_request, e.what());
-    } catch (const NotFound& e) {
-      return Reply::error(Status::not_found, e.what());
-    } catch (const IdOutOfRange& e) {
-      return Reply::error(Status::out_of_range, e.what());
-    } catch (const DTypeError& e) {
-      return Reply::error(Status::dtype_mismatch, e.what());
-    } catch (const ShapeError& e) {
-      return Reply::error(Status::shape_mismatch, e.what());
-    } catch (const InvalidArgument& e) {
-      return Reply::error(Status::bad_request, e.what());
-    } catch (const PartitionError& e) {
-      return Reply::error(Status::bad_request, e.what());
-    } catch (const std::bad_alloc&) {
-      return Reply::error(Status::internal_error, msg_type_name(req.type) + ": out of memory");
     } catch (const std::exception& e) {
-      return Reply::error(Status::internal_error, e.what());
+      return error_reply(e, req.type);
     }
   }
 
@@ -151,7 +138,7 @@ class KVServer {
   }
 
   S& storage() noexcept { return *storage_; }
-  const AnyPartitionBook& book() const noexcept { return book_; }
+  const Book& book() const noexcept { return book_; }
   std::int32_t part_id() const noexcept { return part_id_; }
 
   /// Creates (or reuses) tensor `q` in this server's storage with its owned rows, filling
@@ -165,9 +152,7 @@ class KVServer {
                        "unknown dtype code " + std::to_string(static_cast<int>(q.dtype)));
     if (q.kind != RowKind::node && q.kind != RowKind::edge)
       throw InvalidArgument("tensor '" + q.name + "': unknown row kind");
-    const std::int64_t global_rows = std::visit(
-        [&](const auto& b) { return q.kind == RowKind::node ? b.num_nodes() : b.num_edges(); },
-        book_);
+    const std::int64_t global_rows = q.kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
     if (q.rows != global_rows)
       throw ShapeError("tensor '" + q.name + "'",
                        std::to_string(q.rows) + " rows; the graph has " +
@@ -189,15 +174,11 @@ class KVServer {
   CheckpointOwner owner() const {
     CheckpointOwner o;
     o.part_id = part_id_;
-    std::visit(
-        [&](const auto& b) {
-          o.num_parts = b.num_partitions();
-          o.num_nodes = b.num_nodes();
-          o.num_edges = b.num_edges();
-          o.owned_nodes = b.num_owned_nodes(PartId{part_id_});
-          o.owned_edges = b.num_owned_edges(PartId{part_id_});
-        },
-        book_);
+    o.num_parts = book_.num_partitions();
+    o.num_nodes = book_.num_nodes();
+    o.num_edges = book_.num_edges();
+    o.owned_nodes = book_.num_owned_nodes(PartId{part_id_});
+    o.owned_edges = book_.num_owned_edges(PartId{part_id_});
     return o;
   }
 
@@ -462,7 +443,7 @@ class KVServer {
   };
 
   std::shared_ptr<S> storage_;
-  AnyPartitionBook book_;
+  Book book_;
   std::int32_t part_id_;
   mutable std::mutex mu_;  // barriers and shutdown
   std::condition_variable cv_;

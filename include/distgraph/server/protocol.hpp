@@ -1,7 +1,8 @@
 // Wire layouts of the server messages: heads encoded with HeadWriter, read with HeadReader.
 #pragma once
 
-#include <bit>
+#include <exception>
+#include <new>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,79 +15,12 @@
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/sampling/rng.hpp"
+#include "distgraph/sampling/sampler_spec.hpp"
 #include "distgraph/storage/concepts.hpp"
+#include "distgraph/transport/head_codec.hpp"
 #include "distgraph/transport/message.hpp"
 
 namespace distgraph {
-
-/// Appends little-endian scalars and length-prefixed strings to a message head.
-class HeadWriter {
- public:
-  template <class T>
-  HeadWriter& put(T v) {
-    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
-    static_assert(std::endian::native == std::endian::little, "big-endian hosts unsupported");
-    const auto at = bytes_.size();
-    bytes_.resize(at + sizeof(T));
-    std::memcpy(bytes_.data() + at, &v, sizeof(T));
-    return *this;
-  }
-  HeadWriter& put_string(std::string_view s) {
-    put(static_cast<std::uint32_t>(s.size()));
-    const auto at = bytes_.size();
-    bytes_.resize(at + s.size());
-    if (!s.empty()) std::memcpy(bytes_.data() + at, s.data(), s.size());
-    return *this;
-  }
-  std::vector<std::byte> take() { return std::move(bytes_); }
-
- private:
-  std::vector<std::byte> bytes_;
-};
-
-/// Reads what HeadWriter wrote, checking every length against the bytes present. A
-/// short or malformed head throws ProtocolError naming `subject` (the message type).
-class HeadReader {
- public:
-  HeadReader(std::span<const std::byte> bytes, std::string subject)
-      : bytes_(bytes), subject_(std::move(subject)) {}
-
-  template <class T>
-  T get() {
-    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return v;
-  }
-  std::string get_string(std::size_t max_len = 4096) {
-    const auto n = get<std::uint32_t>();
-    if (n > max_len)
-      throw ProtocolError(subject_ + ": string of " + std::to_string(n) + " bytes; the limit is " +
-                          std::to_string(max_len));
-    need(n);
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + at_), n);
-    at_ += n;
-    return s;
-  }
-  /// Throws unless every byte was consumed (trailing garbage is a malformed request).
-  void finish() const {
-    if (at_ != bytes_.size())
-      throw ProtocolError(subject_ + ": " + std::to_string(bytes_.size() - at_) +
-                          " unexpected trailing bytes in the head");
-  }
-
- private:
-  void need(std::size_t n) const {
-    if (bytes_.size() - at_ < n)
-      throw ProtocolError(subject_ + ": head ends after " + std::to_string(bytes_.size()) +
-                          " bytes; expected at least " + std::to_string(at_ + n));
-  }
-  std::span<const std::byte> bytes_;
-  std::size_t at_ = 0;
-  std::string subject_;
-};
 
 /// Which global ID space a tensor's rows are indexed by.
 enum class RowKind : std::uint8_t { node = 0, edge = 1 };
@@ -276,20 +210,87 @@ struct BarrierRequest {
   }
 };
 
-/// Which sampler a sample_neighbors request runs.
-enum class SamplerKind : std::uint8_t { uniform = 0, uniform_replace = 1, full = 2, weighted = 3 };
+/// Storage names of graph data: node data "feat" is tensor "node:feat", edge data "w"
+/// is "edge:w" (one namespace per kind, so a node and an edge tensor may share a name).
+inline std::string node_data_name(const std::string& name) { return "node:" + name; }
+inline std::string edge_data_name(const std::string& name) { return "edge:" + name; }
 
-/// How to sample: the sampler, its edge-probability data (weighted: the name of a float32
-/// edge data tensor, e.g. "p" for edata "p") and replacement for weighted draws.
-struct SamplerSpec {
-  SamplerKind kind = SamplerKind::uniform;
-  std::string prob;      ///< weighted only
-  bool replace = false;  ///< weighted only (uniform_replace is its own kind)
+/// Direction of a degree query.
+enum class DegreeKind : std::uint8_t { in = 0, out = 1 };
+
+/// degrees: head = u8 kind (in/out), i64 count; part 0 = global node IDs. Reply part 0 =
+/// int64 degrees (out: the server's share; the trainer sums over partitions).
+struct DegreesRequest {
+  DegreeKind kind = DegreeKind::in;
+  std::int64_t count = 0;
+
+  std::vector<std::byte> encode() const {
+    HeadWriter w;
+    w.put(static_cast<std::uint8_t>(kind)).put(count);
+    return w.take();
+  }
+  static DegreesRequest decode(std::span<const std::byte> head) {
+    HeadReader r(head, "degrees");
+    DegreesRequest q;
+    const auto k = r.get<std::uint8_t>();
+    if (k > 1) throw ProtocolError("degrees: unknown direction " + std::to_string(k));
+    q.kind = static_cast<DegreeKind>(k);
+    q.count = r.get<std::int64_t>();
+    r.finish();
+    return q;
+  }
 };
 
-/// sample_neighbors: head = key, fanout, sampler spec, seed count; part 0 = global seed IDs
-/// the server owns. Reply parts = global src, dst, edge IDs of the sampled in-edges,
-/// grouped by seed in request order.
+/// find_edges: head = i64 count; part 0 = owned global edge IDs. Reply parts = global
+/// source IDs, global destination IDs.
+struct FindEdgesRequest {
+  std::int64_t count = 0;
+
+  std::vector<std::byte> encode() const {
+    HeadWriter w;
+    w.put(count);
+    return w.take();
+  }
+  static FindEdgesRequest decode(std::span<const std::byte> head) {
+    HeadReader r(head, "find_edges");
+    FindEdgesRequest q;
+    q.count = r.get<std::int64_t>();
+    r.finish();
+    return q;
+  }
+};
+
+/// orig_ids: head = u8 row kind, i64 count; part 0 = owned global node or edge IDs. Reply
+/// part 0 = each one's input (pre-relabeling) ID, int64.
+struct OrigIdsRequest {
+  RowKind kind = RowKind::node;
+  std::int64_t count = 0;
+
+  std::vector<std::byte> encode() const {
+    HeadWriter w;
+    w.put(static_cast<std::uint8_t>(kind)).put(count);
+    return w.take();
+  }
+  static OrigIdsRequest decode(std::span<const std::byte> head) {
+    HeadReader r(head, "orig_ids");
+    OrigIdsRequest q;
+    const auto k = r.get<std::uint8_t>();
+    if (k > 1) throw ProtocolError("orig_ids: unknown row kind " + std::to_string(k));
+    q.kind = static_cast<RowKind>(k);
+    q.count = r.get<std::int64_t>();
+    r.finish();
+    return q;
+  }
+};
+
+/// Longest sampler name and parameter block a sample_neighbors head may carry.
+inline constexpr std::size_t max_sampler_name_bytes = 64;
+inline constexpr std::size_t max_sampler_params_bytes = 64 * 1024;
+
+/// sample_neighbors: head = key, fanout, sampler name, sampler parameter block (u32
+/// length + bytes, the sampler's own layout), seed count; part 0 = global seed IDs the
+/// server owns. Reply parts = global src, dst, edge IDs of the sampled in-edges, grouped
+/// by seed in request order.
 struct SampleRequest {
   SampleKey key{};
   std::int64_t fanout = -1;
@@ -299,10 +300,7 @@ struct SampleRequest {
   std::vector<std::byte> encode() const {
     HeadWriter w;
     w.put(key.seed).put(key.epoch).put(key.rank).put(key.batch).put(key.layer).put(fanout);
-    w.put(static_cast<std::uint8_t>(sampler.kind))
-        .put_string(sampler.prob)
-        .put(static_cast<std::uint8_t>(sampler.replace ? 1 : 0))
-        .put(count);
+    w.put_string(sampler.name).put_bytes(sampler.params).put(count);
     return w.take();
   }
   static SampleRequest decode(std::span<const std::byte> head) {
@@ -314,14 +312,29 @@ struct SampleRequest {
     q.key.batch = r.get<std::int64_t>();
     q.key.layer = r.get<std::int32_t>();
     q.fanout = r.get<std::int64_t>();
-    q.sampler.kind = static_cast<SamplerKind>(r.get<std::uint8_t>());
-    q.sampler.prob = r.get_string(256);
-    q.sampler.replace = r.get<std::uint8_t>() != 0;
+    q.sampler.name = r.get_string(max_sampler_name_bytes);
+    const auto params = r.get_bytes(max_sampler_params_bytes);
+    q.sampler.params.assign(params.begin(), params.end());
     q.count = r.get<std::int64_t>();
     r.finish();
     return q;
   }
 };
+
+/// Maps a typed exception to the wire status a server replies with (docs/WIRE.md), so
+/// every server answers the same error the same way and keeps serving.
+inline Reply error_reply(const std::exception& e, MsgType type) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return Reply::error(Status::internal_error, msg_type_name(type) + ": out of memory");
+  if (dynamic_cast<const PartitionError*>(&e)) return Reply::error(Status::bad_request, e.what());
+  if (dynamic_cast<const ProtocolError*>(&e)) return Reply::error(Status::bad_request, e.what());
+  if (dynamic_cast<const IdOutOfRange*>(&e)) return Reply::error(Status::out_of_range, e.what());
+  if (dynamic_cast<const NotFound*>(&e)) return Reply::error(Status::not_found, e.what());
+  if (dynamic_cast<const DTypeError*>(&e)) return Reply::error(Status::dtype_mismatch, e.what());
+  if (dynamic_cast<const ShapeError*>(&e)) return Reply::error(Status::shape_mismatch, e.what());
+  if (dynamic_cast<const InvalidArgument*>(&e)) return Reply::error(Status::bad_request, e.what());
+  return Reply::error(Status::internal_error, e.what());
+}
 
 /// Encodes a TensorSpec list (list_tensors reply head) and reads it back.
 inline std::vector<std::byte> encode_specs(const std::vector<TensorSpec>& specs) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/edge_data_loader.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/train/node_classification.hpp"
@@ -125,7 +126,7 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
 /// scores). Held-out edges (o.val_fraction, o.test_fraction) give the validation ROC-AUC
 /// after every epoch and the test ROC-AUC at the end. Run log, checkpoints, resume and
 /// errors as train_node_classification; the result's metric is roc_auc.
-template <class Graph>
+template <TrainingGraph Graph>
 NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
                                                const TrainerGroups& groups = {},
                                                const EpochCallback& on_epoch = {}) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
@@ -411,7 +412,7 @@ std::vector<std::int64_t> train_share(const Graph& g, const std::vector<std::int
 /// training set, CheckpointError for a checkpoint that does not fit, and whatever the
 /// graph, loaders and collectives throw (a dead peer: CollectiveError within
 /// o.collective_timeout).
-template <class Graph>
+template <TrainingGraph Graph>
 NodeClassificationResult train_node_classification(const Graph& g,
                                                    const NodeClassificationOptions& o,
                                                    const TrainerGroups& groups = {},

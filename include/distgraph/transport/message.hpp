@@ -35,6 +35,7 @@ enum class MsgType : std::uint16_t {
   sample_neighbors = 30,
   degrees = 31,
   find_edges = 32,
+  orig_ids = 33,  ///< input (pre-relabeling) IDs of owned nodes or edges
   barrier = 40,
   shutdown = 41,
 };
@@ -76,6 +77,8 @@ inline std::string msg_type_name(MsgType t) {
       return "degrees";
     case MsgType::find_edges:
       return "find_edges";
+    case MsgType::orig_ids:
+      return "orig_ids";
     case MsgType::barrier:
       return "barrier";
     case MsgType::shutdown:

@@ -1,0 +1,93 @@
+// PartitionSite: a loaded partition (and its machine's storage) as a SamplerSite.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/partition/load_partition.hpp"
+#include "distgraph/sampling/partition_view.hpp"
+#include "distgraph/sampling/sampler_site.hpp"
+#include "distgraph/server/detail/ownership.hpp"
+#include "distgraph/server/protocol.hpp"
+#include "distgraph/storage/concepts.hpp"
+
+namespace distgraph {
+
+/// Partition `part` with the storage holding its rows, as the site a DistributedSampler
+/// is rebuilt at: a server's, or a trainer's co-located partition (the same storage,
+/// mapped), so both rebuild identical samplers. Keeps references: outlive neither the
+/// partition nor the storage. Thread-safe.
+template <PartitionBook Book, Storage S>
+class PartitionSite final : public SamplerSite {
+ public:
+  /// `storage` may be null (a trainer without shared storage): then samplers that read
+  /// edge data fail with InvalidArgument.
+  PartitionSite(const Partition& part, const Book& book, std::shared_ptr<S> storage)
+      : part_(part), storage_(std::move(storage)), view_(partition_view(part)) {
+    // Position in the CSC of each owned edge, by its local (book) edge ID.
+    std::vector<std::int64_t> owned_pos, owned_gid;
+    for (std::size_t e = 0; e < part_.eid.size(); ++e)
+      if (part_.inner_edge[e]) {
+        owned_pos.push_back(static_cast<std::int64_t>(e));
+        owned_gid.push_back(part_.eid[e]);
+      }
+    std::vector<std::int64_t> owned_local(owned_gid.size());
+    detail::global_to_owned(book, static_cast<std::int32_t>(part_.part_id), RowKind::edge,
+                            owned_gid, owned_local);
+    edge_pos_.assign(owned_gid.size(), -1);
+    for (std::size_t i = 0; i < owned_local.size(); ++i)
+      edge_pos_[static_cast<std::size_t>(owned_local[i])] = owned_pos[i];
+  }
+
+  const LocalGraphView& view() const override { return view_; }
+  std::int32_t part_id() const override { return static_cast<std::int32_t>(part_.part_id); }
+  /// CSC position of each owned edge, by local edge ID (find_edges, orig_ids).
+  const std::vector<std::int64_t>& edge_positions() const noexcept { return edge_pos_; }
+
+  Buffer<float> edge_values_by_position(const std::string& name) override {
+    if (!storage_)
+      throw InvalidArgument("edge data '" + name + "': partition " +
+                            std::to_string(part_.part_id) +
+                            " is sampled without its storage; ask its server instead");
+    const std::string stored = edge_data_name(name);
+    const TensorSpec ts = storage_->spec(stored);
+    if (ts.dtype != DType::float32 || ts.cols != 1)
+      throw DTypeError("edge data '" + name + "'", "dtype " + std::string(dtype_name(ts.dtype)) +
+                                                       " x " + std::to_string(ts.cols) +
+                                                       "; expected one float32 per edge");
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(ts.rows));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+    std::vector<float> by_local(rows.size());
+    storage_->read_rows(stored, rows, std::as_writable_bytes(std::span(by_local)));
+    // Edges outside the partition's own (deeper halos) are never a seed's in-edge: 0.
+    std::vector<float> by_pos(static_cast<std::size_t>(part_.graph.num_edges()), 0.0f);
+    for (std::size_t l = 0; l < edge_pos_.size() && l < by_local.size(); ++l)
+      by_pos[static_cast<std::size_t>(edge_pos_[l])] = by_local[l];
+    return Buffer<float>(std::move(by_pos));
+  }
+
+  std::shared_ptr<const void> cached(
+      const std::string& key, const std::function<std::shared_ptr<const void>()>& make) override {
+    std::lock_guard lock(mu_);
+    auto& slot = cache_[key];
+    if (!slot) slot = make();
+    return slot;
+  }
+
+ private:
+  const Partition& part_;
+  std::shared_ptr<S> storage_;
+  LocalGraphView view_;
+  std::vector<std::int64_t> edge_pos_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const void>> cache_;
+};
+
+}  // namespace distgraph
