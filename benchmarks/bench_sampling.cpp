@@ -257,8 +257,8 @@ double loader_bound(const Bench& bench, const LoaderData& d) {
     auto seeds = epoch_batches(d, e, bench.args.batch_size);
     for (auto& batch : seeds)
       for (auto& v : batch) v = d.orig_of[static_cast<std::size_t>(v)];
-    const double s = distgraph::bench::in_memory_loader_epoch(view, sampler, seeds, loader_seed,
-                                                              e, d.feat, dim, rows);
+    const double s = distgraph::bench::in_memory_loader_epoch(view, sampler, seeds, loader_seed, e,
+                                                              d.feat, dim, rows);
     if (e >= 0) best = std::min(best, s);  // epoch -1 warms up
     batches = static_cast<std::int64_t>(seeds.size());
   }

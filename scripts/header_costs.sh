@@ -9,10 +9,11 @@
 # -std=c++20, the build type's flags and the include directories and defines a consumer of
 # distgraph::distgraph (distgraph::torch for train/ and torch.hpp) gets, as written by
 # tests/docs/CMakeLists.txt. train/ headers are measured only where that build found
-# libtorch; their cells stay as they are otherwise. A table row is measured when its first
+# libtorch; their cells stay as they are otherwise. A header that does not compile alone
+# gets "not measured: does not compile alone". A table row is measured when its first
 # backticked cell ending in .hpp names a header (relative to include/distgraph/ unless it
-# starts with distgraph/); its last cell is the cost. The line starting "Last measured" gets
-# the date, machine, load, compiler and the cost of an empty file.
+# starts with distgraph/); its last cell is the cost. The paragraph starting "Last
+# measured" gets the date, machine, load, compiler and the cost of an empty file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 write=0 runs=3 build_dir=${BUILD_DIR:-build}
@@ -93,17 +94,25 @@ for h in "${headers[@]}"; do
   if cost=$(best_time "$h" "$f"); then
     printf '%s\t%s s\n' "$h" "$cost" | tee -a "$tmp/costs"
   else
-    echo "$h: does not compile alone; its cell is left as it was" >&2
+    echo "$h: does not compile alone (errors above)" >&2
+    printf '%s\t%s\n' "$h" "not measured: does not compile alone" >>"$tmp/costs"
   fi
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-version=$("$cxx" -dumpfullversion 2>/dev/null || "$cxx" -dumpversion)
-stamp="Last measured $(date +%Y-%m-%d) on ${cpu:-an unknown CPU} ($(nproc) cores, load average"
-stamp+=" $load at the start), $(basename "$cxx") $version, best of $runs; an empty file: $empty s."
+compiler=g++
+"$cxx" --version | head -1 | grep -q clang && compiler=clang++
+compiler+=" $("$cxx" -dumpfullversion 2>/dev/null || "$cxx" -dumpversion)"
+stamp="Last measured $(date +%Y-%m-%d) on ${cpu:-an unknown CPU} ($(nproc) cores; load average"
+stamp+=" $load at the start, $(cut -d' ' -f1 /proc/loadavg) at the end), $compiler, best of"
+stamp+=" $runs runs; an empty file takes $empty s."
+stamp=$(fold -s -w 90 <<<"$stamp" | sed 's/ *$//')
 awk -v costs="$tmp/costs" -v stamp="$stamp" '
   BEGIN { FS = "\t"; while ((getline line < costs) > 0) { split(line, kv, "\t"); cost[kv[1]] = kv[2] } }
-  /^Last measured/ { print stamp; next }
+  # The "Last measured" paragraph, up to the next blank line, becomes the new stamp.
+  /^Last measured/ { print stamp; skipping = 1; next }
+  skipping && !/^[ \t]*$/ { next }
+  { skipping = 0 }
   /^\|/ {
     n = split($0, cell, "|")
     for (i = 2; i < n; i++)

@@ -5,12 +5,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace distgraph::bench {
 
@@ -21,7 +20,7 @@ enum class Kind { rate, time };
 struct Figure {
   std::string figure;  ///< stable name scripts key on, e.g. "csr_build"
   double value = 0;
-  std::string unit;    ///< "edges/s", "s", "GB/s"
+  std::string unit;  ///< "edges/s", "s", "GB/s"
   double bound = 0;
   std::string bound_name;  ///< what the bound measured, e.g. "memcpy"
   Kind kind = Kind::rate;
@@ -61,9 +60,9 @@ class Reporter {
 
   void add(Figure f) {
     if (json_) {
-      nlohmann::json j = {{"figure", f.figure}, {"value", f.value},       {"unit", f.unit},
-                          {"bound", f.bound},   {"bound_name", f.bound_name},
-                          {"ratio", f.ratio()}, {"params", f.params}};
+      nlohmann::json j = {{"figure", f.figure}, {"value", f.value},           {"unit", f.unit},
+                          {"bound", f.bound},   {"bound_name", f.bound_name}, {"ratio", f.ratio()},
+                          {"params", f.params}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       if (!printed_table_head_) {

@@ -104,8 +104,8 @@ int main(int argc, char** argv) try {
   std::iota(seeds.begin(), seeds.end(), 0);
   constexpr std::int64_t fanout = 3;
   const auto picks = g.sample_neighbors(seeds, fanout, {}, TopWeightSampler::spec("w"));
-  const auto all = g.sample_neighbors(seeds, -1, {},
-                                      distgraph::sampler_spec<distgraph::FullNeighborSampler>());
+  const auto all =
+      g.sample_neighbors(seeds, -1, {}, distgraph::sampler_spec<distgraph::FullNeighborSampler>());
   // The rule: per seed, the picks are its min(fanout, degree) heaviest in-edges.
   std::map<std::int64_t, std::vector<std::int64_t>> by_seed, row_of;
   for (std::size_t i = 0; i < picks.eid.size(); ++i) by_seed[picks.dst[i]].push_back(picks.eid[i]);
@@ -129,7 +129,8 @@ int main(int argc, char** argv) try {
   for (const auto& [v, row] : by_seed) {
     auto sorted = row;
     std::sort(sorted.begin(), sorted.end());
-    for (auto e : sorted) digest = (digest ^ static_cast<std::uint64_t>(v * 1000003 + e)) * 1099511628211ull;
+    for (auto e : sorted)
+      digest = (digest ^ static_cast<std::uint64_t>(v * 1000003 + e)) * 1099511628211ull;
   }
   if (ctx.rank() == 0) {
     std::printf("trainers %d, picks %zu, digest %llu, rule holds\n", ctx.world_size(),

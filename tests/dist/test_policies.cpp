@@ -82,14 +82,14 @@ std::vector<std::int64_t> all_ids(std::int64_t n) {
 
 }  // namespace
 
-TEST_CASE("a user's sampler in the composition runs on the servers with its parameters",
-          "[dist]") {
+TEST_CASE("a user's sampler in the composition runs on the servers with its parameters", "[dist]") {
   Fixture f;
   StandaloneCluster<WithFirstK> cluster(f.config);
   auto g = cluster.graph();
   const auto seeds = all_ids(g.num_nodes());
   const Frontier fr = g.sample_neighbors(seeds, 5, SampleKey{}, FirstKSampler::spec(2));
-  const Frontier full = g.sample_neighbors(seeds, -1, SampleKey{}, sampler_spec<FullNeighborSampler>());
+  const Frontier full =
+      g.sample_neighbors(seeds, -1, SampleKey{}, sampler_spec<FullNeighborSampler>());
   // Per seed: exactly the first min(2, degree) edges of its full row, in row order.
   std::map<std::int64_t, std::vector<std::int64_t>> rows, picked;
   for (std::size_t i = 0; i < full.eid.size(); ++i) rows[full.dst[i]].push_back(full.eid[i]);
@@ -102,9 +102,10 @@ TEST_CASE("a user's sampler in the composition runs on the servers with its para
   }
 }
 
-TEST_CASE("a server answers a sampler outside its set and malformed parameters with bad_request "
-          "and keeps serving",
-          "[dist]") {
+TEST_CASE(
+    "a server answers a sampler outside its set and malformed parameters with bad_request "
+    "and keeps serving",
+    "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);  // built-in samplers only
   auto& server = cluster.server(0);
@@ -173,9 +174,10 @@ TEST_CASE("DistGraph maps its node and edge IDs back to the input's", "[dist]") 
   CHECK_THROWS_AS(g.orig_node_ids(std::vector<std::int64_t>{g.num_nodes()}), IdOutOfRange);
 }
 
-TEST_CASE("a partition made without relabeling serves basic and any books, and a range book "
-          "request says which book to ask for",
-          "[dist]") {
+TEST_CASE(
+    "a partition made without relabeling serves basic and any books, and a range book "
+    "request says which book to ask for",
+    "[dist]") {
   Fixture f(false);
   StandaloneCluster<> cluster(f.config);
   CHECK(cluster.book().kind_name() == "basic");

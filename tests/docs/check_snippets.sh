@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=${1:?source dir} doc=${2:?document} out=${3:?output dir} cxx=${4:?compiler}
 flags=${5:?flags file} torch_flags=${6:-}
 cd "$src" || exit 1
-dir="$out/$(basename "$doc" .md)"
+dir="$out/$(sed 's#/#_#g; s#\.md$##' <<<"$doc")"   # docs/GUIDE.md: OUT_DIR/docs_GUIDE
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 
 if ! awk -v doc="$doc" -v dir="$dir" -f "$here/extract_snippets.awk" "$doc"; then

@@ -43,10 +43,10 @@ struct Cluster {
   }
   std::vector<std::string> launch(const std::string& server_program, int trainers,
                                   std::vector<std::string> program) const {
-    std::vector<std::string> a{DISTGRAPH_CLI,     "launch",    "--ip-config",
-                               ip_path.string(),  "--part-config", config.string(),
-                               "--trainers",      std::to_string(trainers),
-                               "--grace-ms",      "2000"};
+    std::vector<std::string> a{
+        DISTGRAPH_CLI,   "launch",        "--ip-config", ip_path.string(),
+        "--part-config", config.string(), "--trainers",  std::to_string(trainers),
+        "--grace-ms",    "2000"};
     if (!server_program.empty()) a.insert(a.end(), {"--server-program", server_program});
     a.push_back("--");
     a.insert(a.end(), program.begin(), program.end());
@@ -73,9 +73,10 @@ std::string run_ok(const std::vector<std::string>& cmd, std::chrono::seconds lim
 
 }  // namespace
 
-TEST_CASE("custom_sampler: a user's sampler runs in its own servers under launch "
-          "--server-program with the standalone run's picks",
-          "[integration][net][launch][custom_sampler]") {
+TEST_CASE(
+    "custom_sampler: a user's sampler runs in its own servers under launch "
+    "--server-program with the standalone run's picks",
+    "[integration][net][launch][custom_sampler]") {
   Cluster c;
   const auto alone = run_ok({DISTGRAPH_EXAMPLE_CUSTOM_SAMPLER, c.config.string()});
   const auto expected = find(alone, "digest ([0-9]+), rule holds");
@@ -87,9 +88,10 @@ TEST_CASE("custom_sampler: a user's sampler runs in its own servers under launch
   CHECK(none_left(c.tmp.path().string(), 10s));
 }
 
-TEST_CASE("custom_sampler: servers of the default composition refuse the trainer at start-up, "
-          "naming the missing sampler",
-          "[integration][net][launch][custom_sampler]") {
+TEST_CASE(
+    "custom_sampler: servers of the default composition refuse the trainer at start-up, "
+    "naming the missing sampler",
+    "[integration][net][launch][custom_sampler]") {
   Cluster c;
   ChildProcess p(c.launch("", 1, {DISTGRAPH_EXAMPLE_CUSTOM_SAMPLER, c.config.string()}));
   const auto st = p.wait(120s);
@@ -100,17 +102,18 @@ TEST_CASE("custom_sampler: servers of the default composition refuse the trainer
   CHECK(none_left(c.tmp.path().string(), 10s));
 }
 
-TEST_CASE("custom_book: a user's partition book routes a distributed run, relabeled or not, "
-          "with the standalone checksum",
-          "[integration][net][launch][custom_book]") {
+TEST_CASE(
+    "custom_book: a user's partition book routes a distributed run, relabeled or not, "
+    "with the standalone checksum",
+    "[integration][net][launch][custom_book]") {
   Cluster relabeled(true), basic(false);
   const auto alone = run_ok({DISTGRAPH_EXAMPLE_CUSTOM_BOOK, relabeled.config.string()});
   const auto expected = find(alone, "checksum (-?[0-9]+)");
   REQUIRE(!expected.empty());
   CHECK_THAT(alone, Catch::Contains("book counting"));
   for (const Cluster* c : {&relabeled, &basic}) {
-    const auto out = run_ok(
-        c->launch(DISTGRAPH_EXAMPLE_CUSTOM_BOOK, 2, {DISTGRAPH_EXAMPLE_CUSTOM_BOOK, c->config.string()}));
+    const auto out = run_ok(c->launch(DISTGRAPH_EXAMPLE_CUSTOM_BOOK, 2,
+                                      {DISTGRAPH_EXAMPLE_CUSTOM_BOOK, c->config.string()}));
     CHECK_THAT(out, Catch::Contains("[trainer 0.0] trainers 4, book counting"));
     CHECK(find(out, "checksum (-?[0-9]+)") == expected);
     CHECK(none_left(c->tmp.path().string(), 10s));
@@ -125,8 +128,8 @@ TEST_CASE("launch names a server program that does not exist or exits at once",
     const auto st = p.wait(30s);
     REQUIRE(st.has_value());
     CHECK(WEXITSTATUS(*st) != 0);
-    CHECK_THAT(p.output(), Catch::Contains("no-such-program") &&
-                               Catch::Contains("is not an executable file"));
+    CHECK_THAT(p.output(),
+               Catch::Contains("no-such-program") && Catch::Contains("is not an executable file"));
   }
   {
     ChildProcess p(c.launch("/bin/false", 1, {"/bin/sleep", "60"}));

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -155,6 +156,39 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   CHECK(r.output.find("[trainer 1.0] trainer 1 of 2") != std::string::npos);
   CHECK(r.output.find("[trainer 0.0] epoch 50/50") != std::string::npos);
   CHECK(none_left(out.string(), 10s));
+}
+
+TEST_CASE(
+    "a partition made with --no-relabel trains distributed through distgraph train like "
+    "a relabeled one",
+    "[train][integration]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path data = tmp.path() / "sbm";
+  distgraph::write_dataset(data, distgraph::sbm_dataset({.num_nodes = 3000, .seed = 5}));
+  std::map<std::string, double> test;
+  for (const bool relabel : {true, false}) {
+    const fs::path parts = tmp.path() / (relabel ? "relabeled" : "basic");
+    std::vector<std::string> cmd{DISTGRAPH_CLI, "partition",   "--input", data.string(),
+                                 "--name",      "sbm",         "--parts", "2",
+                                 "--out",       parts.string()};
+    if (!relabel) cmd.push_back("--no-relabel");
+    ChildProcess part(cmd);
+    REQUIRE(part.wait(120s) == std::optional<int>(0));
+    const fs::path out = tmp.path() / ("run-" + parts.filename().string());
+    const Run r = train(
+        {data.string(), "--part-config", (parts / "sbm.json").string(), "--out", out.string()});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto result = read_json(out / "result.json");
+    CHECK(result["mode"] == "distributed");
+    CHECK(result["trainers"] == 2);
+    test[relabel ? "relabeled" : "basic"] = result["test"].get<double>();
+    CHECK(none_left(out.string(), 10s));
+  }
+  INFO("relabeled " << test["relabeled"] << ", basic " << test["basic"]);
+  CHECK(test["basic"] > 0.8);  // 8 SBM classes: chance is 0.125
+  CHECK(std::abs(test["basic"] - test["relabeled"]) < 0.05);
 }
 
 TEST_CASE("distgraph train --standalone --json prints a line per epoch and the result",

@@ -43,7 +43,8 @@ class BasicDistGraph {
   using transport_type = typename P::transport_type;
   using storage_type = typename P::storage_type;
   using sampler_set = typename P::sampler_set;
-  static_assert(Transport<transport_type>, "DistGraph: the composition's transport_type is not a Transport");
+  static_assert(Transport<transport_type>,
+                "DistGraph: the composition's transport_type is not a Transport");
   using client_type = KVClient<book_type, transport_type, storage_type>;
   template <class V>
   using tensor_type = DistTensor<V, client_type>;
@@ -58,7 +59,7 @@ class BasicDistGraph {
     // Co-located sampling needs the machine's storage for samplers that read edge data.
     if (local_ && client_->colocated())
       site_ = std::make_shared<PartitionSite<book_type, storage_type>>(*local_, client_->book(),
-                                                                        client_->colocated());
+                                                                       client_->colocated());
   }
 
   std::int64_t num_nodes() const { return book().num_nodes(); }
@@ -94,17 +95,9 @@ class BasicDistGraph {
 
   /// In-degrees of `nodes` (global IDs), from their owners.
   std::vector<std::int64_t> in_degrees(std::span<const std::int64_t> nodes) const {
-    const auto g = client_->group(RowKind::node, nodes);
-    auto calls = client_->send_groups(
-        g, nodes, MsgType::degrees,
-        [](std::int64_t n) { return DegreesRequest{DegreeKind::in, n}.encode(); }, false);
-    std::vector<std::int64_t> out(nodes.size());
-    client_->collect(calls, g, "in_degrees", [&](std::size_t k, const Reply& r) {
-      const auto v = part_as<std::int64_t>(one_part(r, "in_degrees"),
-                                           static_cast<std::int64_t>(g.count(k)), "in_degrees");
-      for (std::size_t i = 0; i < v.size(); ++i) out[g.order[g.offsets[k] + i]] = v[i];
+    return per_id_query(RowKind::node, nodes, MsgType::degrees, "in_degrees", [](std::int64_t n) {
+      return DegreesRequest{DegreeKind::in, n}.encode();
     });
-    return out;
   }
   /// Out-degrees of `nodes`: a node's out-edges live with their destinations' owners, so
   /// every partition is asked for its share and the shares are summed.
@@ -135,8 +128,8 @@ class BasicDistGraph {
   EdgeEnds find_edges(std::span<const std::int64_t> edges) const {
     const auto g = client_->group(RowKind::edge, edges);
     auto calls = client_->send_groups(
-        g, edges, MsgType::find_edges,
-        [](std::int64_t n) { return FindEdgesRequest{n}.encode(); }, false);
+        g, edges, MsgType::find_edges, [](std::int64_t n) { return FindEdgesRequest{n}.encode(); },
+        false);
     EdgeEnds out{std::vector<std::int64_t>(edges.size()), std::vector<std::int64_t>(edges.size())};
     client_->collect(calls, g, "find_edges", [&](std::size_t k, const Reply& r) {
       if (r.body.parts.size() != 2) throw ProtocolError("find_edges: reply without 2 parts");
@@ -181,7 +174,10 @@ class BasicDistGraph {
     const bool here = site_ != nullptr;
     auto calls = client_->send_groups(
         g, seeds, MsgType::sample_neighbors,
-        [&](std::int64_t n) { return SampleRequest{key, fanout, sampler, n}.encode(); }, here);
+        [&](std::int64_t n) {
+          return SampleRequest{key, fanout, sampler, n}.encode();
+        },
+        here);
     std::vector<Frontier> parts(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k)
       if (here && g.parts[k] == local_->part_id)
@@ -190,8 +186,8 @@ class BasicDistGraph {
       if (r.body.parts.size() != 3) throw ProtocolError("sample_neighbors: reply without 3 parts");
       const auto n = static_cast<std::int64_t>(r.body.parts[0].size() / 8);
       for (int a = 0; a < 3; ++a) {
-        const auto v = part_as<std::int64_t>(r.body.parts[static_cast<std::size_t>(a)], n,
-                                             "sample_neighbors");
+        const auto v =
+            part_as<std::int64_t>(r.body.parts[static_cast<std::size_t>(a)], n, "sample_neighbors");
         auto& dst = a == 0 ? parts[k].src : a == 1 ? parts[k].dst : parts[k].eid;
         dst.assign(v.begin(), v.end());
       }
@@ -212,14 +208,22 @@ class BasicDistGraph {
   }
 
   std::vector<std::int64_t> orig_ids(RowKind kind, std::span<const std::int64_t> ids) const {
+    return per_id_query(kind, ids, MsgType::orig_ids, "orig_ids", [&](std::int64_t n) {
+      return OrigIdsRequest{kind, n}.encode();
+    });
+  }
+
+  /// One int64 answer per ID from each ID's owner (`type` with head `head(count)`), put
+  /// back in request order.
+  template <class HeadFn>
+  std::vector<std::int64_t> per_id_query(RowKind kind, std::span<const std::int64_t> ids,
+                                         MsgType type, const char* what, HeadFn&& head) const {
     const auto g = client_->group(kind, ids);
-    auto calls = client_->send_groups(
-        g, ids, MsgType::orig_ids, [&](std::int64_t n) { return OrigIdsRequest{kind, n}.encode(); },
-        false);
+    auto calls = client_->send_groups(g, ids, type, head, false);
     std::vector<std::int64_t> out(ids.size());
-    client_->collect(calls, g, "orig_ids", [&](std::size_t k, const Reply& r) {
-      const auto v = part_as<std::int64_t>(one_part(r, "orig_ids"),
-                                           static_cast<std::int64_t>(g.count(k)), "orig_ids");
+    client_->collect(calls, g, what, [&](std::size_t k, const Reply& r) {
+      const auto v =
+          part_as<std::int64_t>(one_part(r, what), static_cast<std::int64_t>(g.count(k)), what);
       for (std::size_t i = 0; i < v.size(); ++i) out[g.order[g.offsets[k] + i]] = v[i];
     });
     return out;

@@ -24,7 +24,9 @@ concept LoaderGraph = std::copy_constructible<G> &&
   typename G::template tensor_type<std::int64_t>;
   { g.num_nodes() } -> std::convertible_to<std::int64_t>;
   { g.template ndata<float>(name) } -> std::same_as<typename G::template tensor_type<float>>;
-  { g.template ndata<std::int64_t>(name) } -> std::same_as<typename G::template tensor_type<std::int64_t>>;
+  {
+    g.template ndata<std::int64_t>(name)
+    } -> std::same_as<typename G::template tensor_type<std::int64_t>>;
   { g.template ndata<float>(name).num_cols() } -> std::convertible_to<std::int64_t>;
   g.template ndata<float>(name).pull(ids);
   { g.sample_neighbors(ids, fanout, key, spec) } -> std::same_as<Frontier>;
@@ -32,7 +34,8 @@ concept LoaderGraph = std::copy_constructible<G> &&
 
 /// A graph EdgeDataLoader can batch: a LoaderGraph with edge count and find_edges.
 template <class G>
-concept EdgeLoaderGraph = LoaderGraph<G> && requires(const G& g, std::span<const std::int64_t> ids) {
+concept EdgeLoaderGraph = LoaderGraph<G> &&
+    requires(const G& g, std::span<const std::int64_t> ids) {
   { g.num_edges() } -> std::convertible_to<std::int64_t>;
   g.find_edges(ids).src;
   g.find_edges(ids).dst;
@@ -42,7 +45,8 @@ concept EdgeLoaderGraph = LoaderGraph<G> && requires(const G& g, std::span<const
 /// an EdgeLoaderGraph with its partition book (node_split), in-degrees (balanced splits)
 /// and the client behind it (barriers, collective tensors, embeddings).
 template <class G>
-concept TrainingGraph = EdgeLoaderGraph<G> && requires(const G& g, std::span<const std::int64_t> ids) {
+concept TrainingGraph = EdgeLoaderGraph<G> &&
+    requires(const G& g, std::span<const std::int64_t> ids) {
   requires PartitionBook<std::remove_cvref_t<decltype(g.book())>>;
   g.in_degrees(ids);
   g.client().layout();

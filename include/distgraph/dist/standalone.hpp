@@ -25,8 +25,7 @@ namespace detail {
 /// In-process servers hold their rows in P's storage when it can be made without a
 /// folder, else (MmapStorage) in InMemoryStorage: one process needs no shared memory.
 template <class S>
-using standalone_storage_t =
-    std::conditional_t<std::default_initializable<S>, S, InMemoryStorage>;
+using standalone_storage_t = std::conditional_t<std::default_initializable<S>, S, InMemoryStorage>;
 }  // namespace detail
 
 /// Standalone mode: loads every partition of `config` into a server of composition P
@@ -38,8 +37,8 @@ template <Composition P, PartitionBook ClientBook = typename P::book_type>
 class BasicStandaloneCluster {
  public:
   using storage_type = detail::standalone_storage_t<typename P::storage_type>;
-  using server_policies = Policies<typename P::book_type, InProcessTransport, storage_type,
-                                   typename P::sampler_set>;
+  using server_policies =
+      Policies<typename P::book_type, InProcessTransport, storage_type, typename P::sampler_set>;
   using server_type = BasicGraphServer<server_policies>;
 
   /// `checkpoint_dir`: where the servers save tensors on request (KVClient::
@@ -49,8 +48,8 @@ class BasicStandaloneCluster {
       const std::filesystem::path& checkpoint_dir = "distgraph-checkpoints") {
     Partition first = load_partition(config, 0);
     const auto parts = first.config.num_parts;
-    servers_.push_back(std::make_unique<server_type>(std::move(first),
-                                                     std::make_shared<storage_type>()));
+    servers_.push_back(
+        std::make_unique<server_type>(std::move(first), std::make_shared<storage_type>()));
     for (std::int64_t p = 1; p < parts; ++p)
       servers_.push_back(std::make_unique<server_type>(load_partition(config, p),
                                                        std::make_shared<storage_type>()));
@@ -93,7 +92,8 @@ class BasicStandaloneCluster {
   template <PartitionBook Book = ClientBook>
   BasicDistGraph<Policies<Book, InProcessTransport, storage_type, typename P::sampler_set>> graph(
       std::int32_t num_trainers = 1, ClientOptions options = {}) {
-    return BasicDistGraph<Policies<Book, InProcessTransport, storage_type, typename P::sampler_set>>(
+    return BasicDistGraph<
+        Policies<Book, InProcessTransport, storage_type, typename P::sampler_set>>(
         client<Book>(num_trainers, options));
   }
 
@@ -126,8 +126,8 @@ struct standalone_compose {
 /// RangePartitionBook unless another is asked for.
 template <Storage X>
 struct standalone_compose<X> {
-  using type = BasicStandaloneCluster<Policies<AnyPartitionBook, InProcessTransport, X>,
-                                      RangePartitionBook>;
+  using type =
+      BasicStandaloneCluster<Policies<AnyPartitionBook, InProcessTransport, X>, RangePartitionBook>;
 };
 }  // namespace detail
 

@@ -46,9 +46,15 @@ class AnyPartitionBook {
   /// "range" or "basic": what the partition's files describe.
   std::string kind_name() const { return book_.index() == 0 ? "range" : "basic"; }
 
-  std::int32_t num_partitions() const { return visit([](const auto& b) { return b.num_partitions(); }); }
-  std::int64_t num_nodes() const { return visit([](const auto& b) { return b.num_nodes(); }); }
-  std::int64_t num_edges() const { return visit([](const auto& b) { return b.num_edges(); }); }
+  std::int32_t num_partitions() const {
+    return visit([](const auto& b) { return b.num_partitions(); });
+  }
+  std::int64_t num_nodes() const {
+    return visit([](const auto& b) { return b.num_nodes(); });
+  }
+  std::int64_t num_edges() const {
+    return visit([](const auto& b) { return b.num_edges(); });
+  }
   std::int64_t num_nodes(NodeType t) const {
     return visit([&](const auto& b) { return b.num_nodes(t); });
   }
@@ -62,10 +68,12 @@ class AnyPartitionBook {
     return visit([](const auto& b) { return b.num_edge_types(); });
   }
   const std::vector<std::string>& node_type_names() const {
-    return visit([](const auto& b) -> const std::vector<std::string>& { return b.node_type_names(); });
+    return visit(
+        [](const auto& b) -> const std::vector<std::string>& { return b.node_type_names(); });
   }
   const std::vector<std::string>& edge_type_names() const {
-    return visit([](const auto& b) -> const std::vector<std::string>& { return b.edge_type_names(); });
+    return visit(
+        [](const auto& b) -> const std::vector<std::string>& { return b.edge_type_names(); });
   }
   std::int64_t num_owned_nodes(PartId p) const {
     return visit([&](const auto& b) { return b.num_owned_nodes(p); });
@@ -250,9 +258,7 @@ std::string book_kind_name(const B& b) {
 template <PartitionBook B>
 std::uint64_t book_fingerprint(const B& b) {
   std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  };
+  auto mix = [&](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   mix(static_cast<std::uint64_t>(b.num_partitions()));
   mix(static_cast<std::uint64_t>(b.num_nodes()));
   mix(static_cast<std::uint64_t>(b.num_edges()));

@@ -139,15 +139,13 @@ inline Partition load_partition(const std::filesystem::path& config_path, std::i
   const auto p = PartId(static_cast<std::int32_t>(part_id));
   const AnyPartitionBook& b = part.book;
   if (b.num_owned_nodes(p) != part.num_inner_nodes)
-    throw PartitionError((gdir / "inner_node.npy").string() + ": " +
-                         std::to_string(part.num_inner_nodes) +
-                         " owned nodes; the partition book says " +
-                         std::to_string(b.num_owned_nodes(p)));
+    throw PartitionError(
+        (gdir / "inner_node.npy").string() + ": " + std::to_string(part.num_inner_nodes) +
+        " owned nodes; the partition book says " + std::to_string(b.num_owned_nodes(p)));
   if (b.num_owned_edges(p) != part.num_inner_edges)
-    throw PartitionError((gdir / "inner_edge.npy").string() + ": " +
-                         std::to_string(part.num_inner_edges) +
-                         " owned edges; the partition book says " +
-                         std::to_string(b.num_owned_edges(p)));
+    throw PartitionError(
+        (gdir / "inner_edge.npy").string() + ": " + std::to_string(part.num_inner_edges) +
+        " owned edges; the partition book says " + std::to_string(b.num_owned_edges(p)));
   const auto owned = b.owned_nodes(p);
   if (!std::equal(owned.begin(), owned.end(), part.nid.begin()))
     throw PartitionError((gdir / "nid.npy").string() +

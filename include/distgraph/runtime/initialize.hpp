@@ -132,8 +132,10 @@ void check_server_compositions(Client& client) {
   for (std::int32_t m = 0; m < client.layout().num_machines; ++m) {
     const int s = client.server_for(m, true);
     const auto md = client.metadata(s);
-    const std::string who = "server " + std::to_string(m) + ".0 (partition " + std::to_string(m) + ")";
-    if (md.contains("book_fingerprint") && md["book_fingerprint"].template get<std::string>() != mine)
+    const std::string who =
+        "server " + std::to_string(m) + ".0 (partition " + std::to_string(m) + ")";
+    if (md.contains("book_fingerprint") &&
+        md["book_fingerprint"].template get<std::string>() != mine)
       throw CompositionMismatch(who + ": its " + md.value("book", std::string("?")) +
                                 " book assigns IDs differently from this trainer's " +
                                 book_kind_name(client.book()) +
@@ -236,9 +238,10 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
 /// Reads the role from the environment (docs/RUNTIME.md), for composition P (a user's
 /// program built with its own composition is then its own server: `distgraph launch
 /// --server-program`). Server role: serves P's way until told to shut down, then returns
-/// a context whose is_server() is true (the program should exit). Trainer role: connects to every server (retrying within connect_timeout),
-/// attaches the machine's shared storage, waits for all trainers, and returns.
-/// Standalone (no role): loads every partition in this process; no servers needed.
+/// a context whose is_server() is true (the program should exit). Trainer role: connects to every
+/// server (retrying within connect_timeout), attaches the machine's shared storage, waits for all
+/// trainers, and returns. Standalone (no role): loads every partition in this process; no servers
+/// needed.
 template <Composition P = DefaultPolicies>
 BasicContext<P> initialize(const InitOptions& opts = {}) {
   InitOptions o = opts;

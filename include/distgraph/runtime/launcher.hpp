@@ -44,7 +44,7 @@ struct LaunchOptions {
   /// `distgraph serve` (initialize() runs the server role from the environment); it gets
   /// the trainer command's arguments. Empty: `distgraph serve`.
   std::string server_program;
-  std::vector<std::string> program;      ///< the trainer command
+  std::vector<std::string> program;  ///< the trainer command
   bool dry_run = false;
   std::chrono::milliseconds grace{5'000};            ///< SIGTERM -> SIGKILL
   std::chrono::milliseconds shutdown_grace{15'000};  ///< shutdown request -> SIGTERM

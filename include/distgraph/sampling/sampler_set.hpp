@@ -2,12 +2,12 @@
 #pragma once
 
 #include <array>
-#include <tuple>
-#include <type_traits>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "distgraph/core/error.hpp"
@@ -77,7 +77,6 @@ struct SamplerSet {
   }
 
  private:
-
   static ProtocolError unknown(const SamplerSpec& spec, const std::string& who) {
     return ProtocolError(who + ": sampler '" + spec.name + "' is not in this sampler set " +
                          describe() +

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,7 +57,9 @@ class WeightedSampler {
   static WeightedSampler at_site(HeadReader& params, SamplerSite& site) {
     const std::string prob = params.get_string(256);
     const std::uint8_t replace = params.get<std::uint8_t>();
-    if (replace > 1) throw ProtocolError("weighted sampler: replace flag " + std::to_string(replace) + "; expected 0 or 1");
+    if (replace > 1)
+      throw ProtocolError("weighted sampler: replace flag " + std::to_string(replace) +
+                          "; expected 0 or 1");
     auto made = site.cached("weighted:" + prob + (replace ? "#r" : "#n"), [&] {
       WeightedOptions wo;
       wo.replace = replace == 1;

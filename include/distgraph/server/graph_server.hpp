@@ -203,8 +203,8 @@ class BasicGraphServer {
       const std::int64_t pos = pos_of[static_cast<std::size_t>(local[i])];
       // The destination is the CSC row whose range holds `pos`.
       const auto row = std::upper_bound(indptr.begin(), indptr.end(), pos) - indptr.begin() - 1;
-      src[i] = part_->nid[static_cast<std::size_t>(
-          part_->graph.indices[static_cast<std::size_t>(pos)])];
+      src[i] =
+          part_->nid[static_cast<std::size_t>(part_->graph.indices[static_cast<std::size_t>(pos)])];
       dst[i] = part_->nid[static_cast<std::size_t>(row)];
     }
     return ids_reply({std::move(src), std::move(dst)});
@@ -218,10 +218,9 @@ class BasicGraphServer {
     std::vector<std::int64_t> local(ids.size());
     detail::global_to_owned(kv_.book(), kv_.part_id(), q.kind, ids, local);
     for (auto& v : local)
-      v = q.kind == RowKind::node
-              ? part_->orig_nid[static_cast<std::size_t>(v)]
-              : part_->orig_eid[static_cast<std::size_t>(
-                    site_.edge_positions()[static_cast<std::size_t>(v)])];
+      v = q.kind == RowKind::node ? part_->orig_nid[static_cast<std::size_t>(v)]
+                                  : part_->orig_eid[static_cast<std::size_t>(
+                                        site_.edge_positions()[static_cast<std::size_t>(v)])];
     return ids_reply({std::move(local)});
   }
 

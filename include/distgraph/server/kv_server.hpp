@@ -152,7 +152,8 @@ class KVServer {
                        "unknown dtype code " + std::to_string(static_cast<int>(q.dtype)));
     if (q.kind != RowKind::node && q.kind != RowKind::edge)
       throw InvalidArgument("tensor '" + q.name + "': unknown row kind");
-    const std::int64_t global_rows = q.kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
+    const std::int64_t global_rows =
+        q.kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
     if (q.rows != global_rows)
       throw ShapeError("tensor '" + q.name + "'",
                        std::to_string(q.rows) + " rows; the graph has " +

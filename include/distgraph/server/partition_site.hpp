@@ -53,8 +53,7 @@ class PartitionSite final : public SamplerSite {
 
   Buffer<float> edge_values_by_position(const std::string& name) override {
     if (!storage_)
-      throw InvalidArgument("edge data '" + name + "': partition " +
-                            std::to_string(part_.part_id) +
+      throw InvalidArgument("edge data '" + name + "': partition " + std::to_string(part_.part_id) +
                             " is sampled without its storage; ask its server instead");
     const std::string stored = edge_data_name(name);
     const TensorSpec ts = storage_->spec(stored);

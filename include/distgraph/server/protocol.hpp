@@ -1,11 +1,11 @@
 // Wire layouts of the server messages: heads encoded with HeadWriter, read with HeadReader.
 #pragma once
 
-#include <exception>
-#include <new>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>

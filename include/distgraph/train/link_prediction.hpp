@@ -15,8 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/dist/graph_concepts.hpp"
+#include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/edge_data_loader.hpp"
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/train/node_classification.hpp"
 

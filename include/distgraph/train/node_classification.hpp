@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
 #include "distgraph/train/checkpoint.hpp"
