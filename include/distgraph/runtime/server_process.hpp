@@ -124,6 +124,13 @@ class BasicServerProcess {
     // backup never attaches to the old data (wait_for_storage also checks the marker's
     // writer is alive).
     const PartitionConfig cfg = read_partition_config(options_.part_config);
+    // Before anything slow, so every server of a mismatched job names the mismatch (not
+    // only the ones whose partition happens to exist).
+    if (cfg.num_parts != ipc.num_machines())
+      throw PartitionError(options_.part_config.string() + ": " + std::to_string(cfg.num_parts) +
+                           " partitions but " + ipc.path.string() + " lists " +
+                           std::to_string(ipc.num_machines()) +
+                           " machines; expected one machine per partition");
     const auto& me0 = ipc.machines.at(static_cast<std::size_t>(options_.machine));
     dir_ = options_.storage_dir.empty() ? machine_storage_dir(cfg.graph_name, me0)
                                         : options_.storage_dir;
@@ -136,11 +143,7 @@ class BasicServerProcess {
                               "MmapStorage");
     if (SharedStorage<storage_type> && options_.server_id == 0) std::filesystem::remove_all(dir_);
     Partition part = load_partition(options_.part_config, options_.machine);
-    if (part.config.num_parts != ipc.num_machines())
-      throw PartitionError(options_.part_config.string() + ": " +
-                           std::to_string(part.config.num_parts) + " partitions but " +
-                           ipc.path.string() + " lists " + std::to_string(ipc.num_machines()) +
-                           " machines; expected one machine per partition");
+
     const auto& me = me0;
     const bool main = options_.server_id == 0;
     if constexpr (SharedStorage<storage_type>) {
