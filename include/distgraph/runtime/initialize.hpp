@@ -136,10 +136,10 @@ void check_server_compositions(Client& client) {
         "server " + std::to_string(m) + ".0 (partition " + std::to_string(m) + ")";
     if (md.contains("book_fingerprint") &&
         md["book_fingerprint"].template get<std::string>() != mine)
-      throw CompositionMismatch(who + ": its " + md.value("book", std::string("?")) +
-                                " book assigns IDs differently from this trainer's " +
-                                book_kind_name(client.book()) +
-                                " book; build trainers and servers with the same composition");
+      throw CompositionMismatch(
+          who + ": its " + md.value("book", std::string("?")) +
+          " book assigns IDs differently from this trainer's " + book_kind_name(client.book()) +
+          " book; start trainers and servers with the same composition and partition config");
     if (!md.contains("samplers")) continue;
     std::vector<std::string> theirs = md["samplers"].template get<std::vector<std::string>>();
     for (auto n : P::sampler_set::names)
