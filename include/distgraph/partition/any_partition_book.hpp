@@ -148,13 +148,16 @@ static_assert(PartitionBook<AnyPartitionBook>);
 
 namespace detail {
 
+/// A partition file's 1-D array, checked to hold `expected_len` entries (-1: any).
 template <class T>
-Buffer<T> read_map_array(const std::filesystem::path& path, std::int64_t expected_len) {
+Buffer<T> read_part_array(const std::filesystem::path& path, std::int64_t expected_len) {
   NpyArray a = read_npy(path);
-  if (a.header.shape.size() != 1 || a.header.shape[0] != expected_len)
-    throw PartitionError(path.string() + ": shape of " + std::to_string(a.header.shape.size()) +
-                         " dimensions; expected one of " + std::to_string(expected_len) +
-                         " entries");
+  if (a.header.shape.size() != 1)
+    throw PartitionError(path.string() + ": rank " + std::to_string(a.header.shape.size()) +
+                         "; expected a 1-D array");
+  if (expected_len >= 0 && a.header.shape[0] != expected_len)
+    throw PartitionError(path.string() + ": " + std::to_string(a.header.shape[0]) +
+                         " entries; expected " + std::to_string(expected_len));
   return a.template as<T>();
 }
 
@@ -202,15 +205,15 @@ struct BookLoader<BasicPartitionBook> {
     if (c.relabeled)
       return BasicPartitionBook(parts, detail::owners_from_ranges(c.node_ranges, c.num_nodes),
                                 detail::owners_from_ranges(c.edge_ranges, c.num_edges));
-    auto node_map = detail::read_map_array<std::int32_t>(c.resolve(c.node_map_file), c.num_nodes);
-    auto edge_map = detail::read_map_array<std::int32_t>(c.resolve(c.edge_map_file), c.num_edges);
-    for (auto p : node_map)
-      if (p < 0 || p >= c.num_parts)
-        throw IdOutOfRange(c.resolve(c.node_map_file).string(), p, 0, c.num_parts);
-    for (auto p : edge_map)
-      if (p < 0 || p >= c.num_parts)
-        throw IdOutOfRange(c.resolve(c.edge_map_file).string(), p, 0, c.num_parts);
-    return BasicPartitionBook(parts, std::move(node_map), std::move(edge_map));
+    auto owners = [&](const std::string& file, std::int64_t n) {
+      const auto path = c.resolve(file);
+      auto map = detail::read_part_array<std::int32_t>(path, n);
+      for (auto p : map)
+        if (p < 0 || p >= c.num_parts) throw IdOutOfRange(path.string(), p, 0, c.num_parts);
+      return map;
+    };
+    return BasicPartitionBook(parts, owners(c.node_map_file, c.num_nodes),
+                              owners(c.edge_map_file, c.num_edges));
   }
 };
 

@@ -43,18 +43,6 @@ struct Partition {
 
 namespace detail {
 
-template <class T>
-Buffer<T> read_part_array(const std::filesystem::path& path, std::int64_t expected_len) {
-  NpyArray a = read_npy(path);
-  if (a.header.shape.size() != 1)
-    throw PartitionError(path.string() + ": rank " + std::to_string(a.header.shape.size()) +
-                         "; expected a 1-D array");
-  if (expected_len >= 0 && a.header.shape[0] != expected_len)
-    throw PartitionError(path.string() + ": " + std::to_string(a.header.shape[0]) +
-                         " entries; expected " + std::to_string(expected_len));
-  return a.template as<T>();
-}
-
 inline void check_ids_in(const Buffer<std::int64_t>& ids, std::int64_t hi,
                          const std::filesystem::path& path) {
   for (std::int64_t x : ids)
