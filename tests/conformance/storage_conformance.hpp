@@ -131,8 +131,9 @@ void check_create_and_layout() {
     CHECK(all[2].name == "feat");
     CHECK(all[2].same_layout(feat));
   }
-  SECTION("names outside [A-Za-z0-9_.:-] or longer than 200 characters are refused") {
-    for (std::string bad : {std::string(), std::string("a/b"), std::string("../x"),
+  SECTION("names outside [A-Za-z0-9_.:/-], path-like or longer than 200 characters are refused") {
+    for (std::string bad : {std::string(), std::string("a//b"), std::string("../x"),
+                            std::string("/a"), std::string("a/"),
                             std::string("has space"), std::string(201, 'n')}) {
       auto spec = feat;
       spec.name = bad;
@@ -142,6 +143,9 @@ void check_create_and_layout() {
     auto ok = feat;
     ok.name = std::string(200, 'n');
     CHECK(s.create(ok));
+    ok.name = "node:paper/feat";  // typed data
+    CHECK(s.create(ok));
+    CHECK(s.contains("node:paper/feat"));
   }
   SECTION("a negative row count or no columns throws ShapeError") {
     CHECK_THROWS_AS(s.create({.name = "neg", .dtype = DType::float32, .rows = -1, .cols = 1}),

@@ -121,7 +121,7 @@ TEST_CASE(
   const Reply unknown = request(FirstKSampler::spec(2));
   CHECK(unknown.status == Status::bad_request);
   CHECK_THAT(unknown.text(), Catch::Contains("first_k") &&
-                                 Catch::Contains("[uniform, uniform_replace, full, weighted]"));
+                                 Catch::Contains("[uniform, uniform_replace, full, weighted, per_relation]"));
   SamplerSpec truncated = WeightedSampler::spec("p");
   truncated.params.resize(3);
   const Reply bad = request(truncated);

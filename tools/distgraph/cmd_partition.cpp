@@ -15,6 +15,8 @@
 #include "distgraph/io/edge_list.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/partition/partition_hetero.hpp"
+#include "hetero_input.hpp"
 
 namespace distgraph::cli {
 namespace {
@@ -141,7 +143,9 @@ void print_summary(const nlohmann::json& j) {
 
 int run_partition(std::vector<std::string> argv) {
   Args args("partition", std::move(argv));
-  args.option("input", "dataset folder, edge-list file, 'sbm' or 'rmat:SCALE[:EDGE_FACTOR]'")
+  args.option("input",
+              "dataset folder (homogeneous or typed), edge-list file, 'sbm', 'hsbm' (typed) or "
+              "'rmat:SCALE[:EDGE_FACTOR]'")
       .option("name", "graph name (config file <name>.json); default: the dataset's name")
       .option("parts", "number of partitions (default 2)")
       .option("method", "metis (default) or random")
@@ -181,7 +185,35 @@ int run_partition(std::vector<std::string> argv) {
   Progress progress(json);
   opts.progress = &progress;
 
+  // Partitions `graph` with `data`, prints the summary.
+  auto finish = [&](const Graph& graph, const TensorList& data, const std::string& dataset_name) {
+    const std::string name = args.get_or("name", dataset_name.empty() ? "graph" : dataset_name);
+    const std::filesystem::path out = args.get_or("out", "partitions");
+    PartitionResult r = partition_graph(graph, name, parts, out, opts, data);
+    r.stages = progress.stages();
+    const nlohmann::json summary = summary_json(r, *input);
+    if (json)
+      std::printf("%s\n", summary.dump().c_str());
+    else
+      print_summary(summary);
+    return 0;
+  };
   progress.begin("load input");
+  if (is_hetero_input(*input)) {
+    // Typed: per-type features, the target's split; --balance-ntypes balances every node
+    // type and the target's train/val/test across partitions.
+    const HeteroDataset d = load_hetero_input(*input);
+    const auto classes = hetero_split_classes(d);
+    if (auto b = args.get("balance-ntypes")) {
+      if (*b != "train")
+        throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
+      opts.balance_ntypes = classes;
+    } else {
+      opts.count_ntypes = classes;
+    }
+    progress.end();
+    return finish(hetero_graph(d, opts.num_threads), hetero_node_data(d), d.name);
+  }
   Input in = load_input(*input, opts.seed, opts.num_threads);
   // Train/val/test/other classes are always counted per partition for the summary, and
   // balanced only when asked.
@@ -198,16 +230,7 @@ int run_partition(std::vector<std::string> argv) {
     opts.count_ntypes = classes;
   }
   progress.end();
-  const std::string name = args.get_or("name", in.data.name.empty() ? "graph" : in.data.name);
-  const std::filesystem::path out = args.get_or("out", "partitions");
-  PartitionResult r = partition_graph(in.graph, name, parts, out, opts, dataset_node_data(in.data));
-  r.stages = progress.stages();
-  const nlohmann::json summary = summary_json(r, *input);
-  if (json)
-    std::printf("%s\n", summary.dump().c_str());
-  else
-    print_summary(summary);
-  return 0;
+  return finish(in.graph, dataset_node_data(in.data), in.data.name);
 }
 
 }  // namespace distgraph::cli

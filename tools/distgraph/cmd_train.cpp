@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,12 +23,15 @@
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
 #include "distgraph/train/allreduce.hpp"
+#include "distgraph/train/hetero_node_classification.hpp"
 #include "distgraph/train/link_prediction.hpp"
 #include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/threads.hpp"
+#include "hetero_input.hpp"
 #include "run_command.hpp"
 
 namespace distgraph::cli {
@@ -37,10 +41,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* usage =
-    "distgraph train [DATASET_DIR] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
+    "distgraph train [DATASET_DIR|hsbm] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
     "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
     "                [--lr X] [--dropout X] [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
-    "                [--out DIR] [--resume] [--json]";
+    "                [--out DIR] [--resume] [--json]\n"
+    "  typed graphs:  [--target-ntype T] [--model rgcn|hsage] [--relation-fanouts R=F,...]\n"
+    "                 [--num-bases B] [--combine sum|mean]";
 
 std::vector<std::int64_t> parse_fanouts(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -121,6 +127,41 @@ NodeClassificationOptions recipe_from(const Args& a) {
   return o;
 }
 
+/// The typed recipe from the command line: the shared options of `plain` plus the
+/// typed ones (--model, --target-ntype, --relation-fanouts, --num-bases, --combine,
+/// --embedding-dim for featureless types).
+HeteroNodeClassificationOptions hetero_recipe_from(const Args& a,
+                                                   const NodeClassificationOptions& plain,
+                                                   const std::string& target) {
+  HeteroNodeClassificationOptions o;
+  o.model = a.get_or("model", "rgcn");
+  if (o.model != "rgcn" && o.model != "hsage")
+    throw UsageError("train: --model '" + o.model + "': expected rgcn or hsage");
+  o.target_ntype = target;
+  if (a.has("epochs")) o.epochs = plain.epochs;
+  o.hidden = plain.hidden;
+  if (a.has("fanouts")) o.fanouts = plain.fanouts;
+  o.relation_fanouts = a.get_or("relation-fanouts", "");
+  if (a.has("batch-size")) o.batch_size = plain.batch_size;
+  o.lr = plain.lr;
+  o.weight_decay = plain.weight_decay;
+  o.dropout = plain.dropout;
+  o.input_dropout = a.get_double("input-dropout", 0.0, 0, 0.99);
+  o.num_bases = a.get_int("num-bases", 0, 0, 1 << 16);
+  if (const auto c = a.get_or("combine", "sum"); c == "mean")
+    o.combine = HeteroModelOptions::Combine::mean;
+  else if (c != "sum")
+    throw UsageError("train: --combine '" + c + "': expected sum or mean");
+  if (plain.embedding_dim > 0) o.embedding_dim = plain.embedding_dim;
+  o.metric = plain.metric;
+  o.seed = plain.seed;
+  o.device = plain.device;
+  o.num_prefetch_threads = plain.num_prefetch_threads;
+  o.out = plain.out;
+  o.collective_timeout = plain.collective_timeout;
+  return o;
+}
+
 /// One epoch as the JSON line --json prints.
 nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
   return {{"epoch", r.epoch},
@@ -167,6 +208,10 @@ void print_result(const nlohmann::json& result, bool json) {
         result["epoch_s_mean"].get<double>(), result["mode"].get<std::string>().c_str(),
         result["parts"].get<long long>(), result["trainers"].get<long long>(),
         result["seed"].get<unsigned long long>());
+    if (result.contains("test_macro_f1"))
+      std::printf("test macro-F1 %.4f (%s on '%s')\n", result["test_macro_f1"].get<double>(),
+                  result.value("model", std::string()).c_str(),
+                  result.value("target_ntype", std::string()).c_str());
   }
   std::fflush(stdout);
 }
@@ -175,8 +220,18 @@ void print_result(const nlohmann::json& result, bool json) {
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
                                   const NodeClassificationOptions& recipe,
-                                  const TrainerGroups& groups, bool report) {
+                                  const TrainerGroups& groups, bool report,
+                                  const std::optional<std::string>& target) {
   const auto task = a.get_or("task", "node");
+  if (target) {
+    if (task != "node") throw UsageError("train: typed graphs train --task node only");
+    if (recipe.resume)
+      throw UsageError("train: --resume is not available for typed graphs yet (their "
+                       "featureless types' embeddings are not checkpointed)");
+    const auto o = hetero_recipe_from(a, recipe, *target);
+    return train_hetero_node_classification(
+        g, o, groups, report ? epoch_printer(a.has("json"), o.epochs) : EpochCallback{});
+  }
   if (task == "node")
     return train_node_classification(
         g, recipe, groups, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
@@ -218,7 +273,8 @@ int run_trainer_role(const Args& args) {
   const auto groups = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
   const RuntimeGraph g = ctx.graph();
   const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
-  const auto res = run_task(args, g, recipe, groups, rank0);
+  // Typed runs: the launching command named the target on every trainer's command line.
+  const auto res = run_task(args, g, recipe, groups, rank0, args.get("target-ntype"));
   if (rank0) print_result(result_json(res), json);
   return 0;
 }
@@ -238,6 +294,38 @@ PartitionConfig matching_partition(const fs::path& config, const Dataset& d) {
     if (f.name == "feat" && f.shape.size() == 2) feat_cols = f.shape[1];
   if (feat_cols != d.feat_dim) mismatch("feature columns", feat_cols, d.feat_dim);
   return c;
+}
+
+/// The partition of homogeneous dataset `data` for this run: --part-config's (checked to
+/// match), a reusable one under out/partition, or a fresh METIS partition there.
+fs::path prepare_partition(const Args& args, const Dataset& data, const fs::path& out,
+                           std::int64_t parts, const NodeClassificationOptions& recipe,
+                           std::int64_t& num_parts) {
+  fs::path config;
+  if (const auto pc = args.get("part-config")) {
+    config = fs::absolute(*pc);
+    num_parts = matching_partition(config, data).num_parts;
+    fs::create_directories(out);
+  } else {
+    config = out / "partition" / (data.name + ".json");
+    bool reuse = false;
+    if (fs::exists(config)) {
+      try {
+        reuse = matching_partition(config, data).num_parts == parts;
+      } catch (const Error&) {
+      }
+    }
+    if (!reuse) {
+      if (recipe.resume)
+        throw CheckpointError((out / "checkpoint.pt").string(),
+                              "its run's partition " + config.string() +
+                                  " is missing or does not match this dataset and --parts");
+      fs::create_directories(out);
+      partition_dataset(data, data.name, parts, out / "partition",
+                        {.method = PartMethod::metis, .seed = recipe.seed});
+    }
+  }
+  return config;
 }
 
 /// A port p with p .. p + count - 1 free on 127.0.0.1 (none in `taken`).
@@ -311,6 +399,15 @@ int run_train(std::vector<std::string> argv) {
       .option("embedding-dim",
               "learn a DistEmbedding of this width per node as the input instead of the "
               "features (default 0: features; graphs without features get --hidden)")
+      .option("target-ntype",
+              "typed graphs: the node type to classify (default: the dataset's target)")
+      .option("model", "typed graphs: rgcn (default) or hsage (a SAGEConv per relation)")
+      .option("relation-fanouts",
+              "typed graphs: per-relation fanouts overriding --fanouts, e.g. "
+              "rev_pv=20,paper:pa:author=5/10 (one value, or one per layer)")
+      .option("num-bases", "typed graphs, rgcn: basis decomposition (default 0: none)")
+      .option("combine", "typed graphs, hsage: sum (default) or mean over relations")
+      .option("input", "the dataset, as the positional DATASET_DIR (or 'hsbm', typed)")
       .option("part-config", "use this partition of the dataset instead of partitioning")
       .option("out",
               "run folder: partition, metrics.csv, curves.svg, result.json, checkpoint "
@@ -337,34 +434,40 @@ int run_train(std::vector<std::string> argv) {
     throw CheckpointError((out / "checkpoint.pt").string(), "not found (nothing to resume from)");
   // The dataset (checked before anything is written), partitioned under out/partition
   // unless a partition is given or reusable.
-  const Dataset data =
-      args.positional().empty() ? sbm_dataset() : load_dataset(args.positional()[0]);
+  const std::string input = !args.positional().empty() ? args.positional()[0]
+                                                       : args.get_or("input", "");
   fs::path config;
   std::int64_t num_parts = parts;
-  if (const auto pc = args.get("part-config")) {
-    config = fs::absolute(*pc);
-    num_parts = matching_partition(config, data).num_parts;
-    fs::create_directories(out);
-  } else {
-    config = out / "partition" / (data.name + ".json");
-    bool reuse = false;
-    if (fs::exists(config)) {
-      try {
-        reuse = matching_partition(config, data).num_parts == parts;
-      } catch (const Error&) {
-      }
-    }
-    if (!reuse) {
-      if (recipe.resume)
-        throw CheckpointError((out / "checkpoint.pt").string(),
-                              "its run's partition " + config.string() +
-                                  " is missing or does not match this dataset and --parts");
+  std::optional<std::string> target;  // set for typed graphs
+  if (is_hetero_input(input)) {
+    const HeteroDataset hd = load_hetero_input(input);
+    target = args.get_or("target-ntype", hd.target_ntype);
+    hd.types.node_type(*target);  // InvalidArgument naming an unknown type
+    if (*target != hd.target_ntype)
+      throw UsageError("train: --target-ntype '" + *target + "': the dataset labels '" +
+                       hd.target_ntype + "' only");
+    if (recipe.resume)
+      throw UsageError("train: --resume is not available for typed graphs yet");
+    if (const auto pc = args.get("part-config")) {
+      config = fs::absolute(*pc);
+      const PartitionConfig c = read_partition_config(config);
+      if (c.num_nodes != hd.num_nodes() || c.ntypes != hd.types.node_type_names())
+        throw PartitionError(config.string() + " does not match the typed dataset '" + hd.name +
+                             "' (node count or node types differ)");
+      num_parts = c.num_parts;
+    } else {
+      config = out / "partition" / (hd.name + ".json");
       fs::create_directories(out);
-      partition_dataset(data, data.name, parts, out / "partition",
-                        {.method = PartMethod::metis, .seed = recipe.seed});
+      const auto classes = hetero_split_classes(hd);
+      partition_hetero_dataset(hd, hd.name, parts, out / "partition",
+                               {.method = PartMethod::metis,
+                                .balance_ntypes = classes,
+                                .seed = recipe.seed});
     }
+  } else {
+    const Dataset data = input.empty() ? sbm_dataset() : load_dataset(input);
+    config = prepare_partition(args, data, out, parts, recipe, num_parts);
   }
-
   if (standalone) {
     InitOptions io;
     io.part_config = config;
@@ -372,7 +475,7 @@ int run_train(std::vector<std::string> argv) {
     Context ctx = make_context(Environment{}, io);
     // libtorch may default to one intra-op thread; a standalone run owns the machine.
     set_intra_op_threads(ctx.intra_op_threads());
-    const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true);
+    const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true, target);
     print_result(result_json(res), json);
     return 0;
   }
@@ -400,6 +503,8 @@ int run_train(std::vector<std::string> argv) {
   lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);
   lo.program.insert(lo.program.end(), {"--out", out.string()});
+  if (target && !args.has("target-ntype"))
+    lo.program.insert(lo.program.end(), {"--target-ntype", *target});
   const auto started = fs::file_time_type::clock::now();
   // With --json stdout carries only the JSON lines: the processes' output goes to stderr.
   const int rc = run_launch(lo, json ? stderr : stdout);

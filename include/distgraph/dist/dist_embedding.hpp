@@ -71,7 +71,8 @@ class DistEmbedding {
       throw ShapeError("embedding '" + name() + "' gradient",
                        std::to_string(grads.size()) + " values for " +
                            std::to_string(global_ids.size()) + " rows of " + std::to_string(dim()));
-    const std::int64_t n = num_rows();
+    // Global IDs of any type: a typed embedding's servers refuse IDs of another type.
+    const std::int64_t n = table_.client().num_rows(table_.kind());
     for (auto id : global_ids)
       if (id < 0 || id >= n) throw IdOutOfRange("embedding '" + name() + "' row", id, 0, n);
     std::lock_guard lock(record_->mu);

@@ -6,12 +6,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/partition/load_partition.hpp"
+#include "distgraph/partition/typed_data.hpp"
 #include "distgraph/sampling/frontier.hpp"
 #include "distgraph/sampling/sample_local.hpp"
 #include "distgraph/server/partition_site.hpp"
@@ -91,6 +93,124 @@ class BasicDistGraph {
   template <class V>
   tensor_type<V> create_edata(const std::string& name, std::int64_t cols, InitSpec init = {}) {
     return tensor_type<V>::create(client_, edge_data_name(name), RowKind::edge, cols, init);
+  }
+
+  /// One node or edge type (DGL's `g.nodes[ntype]` / `g.edges[etype]`): its size, ID
+  /// conversions and its data. Typed data is stored as "<type>/<name>" (typed_data.hpp):
+  /// one row per node (edge) of the type, addressed like every DistTensor by global ID
+  /// (to_global converts type-wise IDs; an ID of another type is refused by its owner).
+  /// Cheap to copy (shares the graph's client).
+  class TypeView {
+   public:
+    const std::string& name() const noexcept { return name_; }
+    std::int32_t index() const noexcept { return type_; }
+    RowKind kind() const noexcept { return kind_; }
+    std::int64_t count() const {
+      return kind_ == RowKind::node ? graph_.num_nodes(NodeType(type_))
+                                    : graph_.num_edges(EdgeType(type_));
+    }
+    /// Global IDs of type-wise IDs `ids`. Throws IdOutOfRange outside [0, count()).
+    std::vector<std::int64_t> to_global(std::span<const std::int64_t> ids) const {
+      std::vector<std::int64_t> out(ids.size());
+      if (kind_ == RowKind::node)
+        graph_.book().per_type_to_node(NodeType(type_), ids, out);
+      else
+        graph_.book().per_type_to_edge(EdgeType(type_), ids, out);
+      return out;
+    }
+    /// Type-wise IDs of global IDs of this type. Throws IdOutOfRange naming the type for
+    /// an ID of another type or outside the graph.
+    std::vector<std::int64_t> to_type_wise(std::span<const std::int64_t> global) const {
+      std::vector<std::int32_t> types(global.size());
+      std::vector<std::int64_t> out(global.size());
+      if (kind_ == RowKind::node)
+        graph_.book().node_to_per_type(global, types, out);
+      else
+        graph_.book().edge_to_per_type(global, types, out);
+      for (std::size_t i = 0; i < types.size(); ++i)
+        if (types[i] != type_)
+          throw IdOutOfRange("id of type '" + name_ + "' (it has another type)", global[i], 0, 0);
+      return out;
+    }
+    /// Data `name` of this type (as partitioned, or created with create_data). Throws
+    /// NotFound.
+    template <class V>
+    tensor_type<V> data(const std::string& name) const {
+      return tensor_type<V>::open(graph_.client_, data_name(name), kind_);
+    }
+    /// Creates data `name` of this type, one row per node (edge) of it (collective).
+    template <class V>
+    tensor_type<V> create_data(const std::string& name, std::int64_t cols, InitSpec init = {}) const {
+      return tensor_type<V>::create(graph_.client_, data_name(name), kind_, cols, init);
+    }
+    /// The server-side name of data `name` of this type ("node:paper/feat").
+    std::string data_name(const std::string& name) const {
+      const std::string typed = typed_data_name(name_, name);
+      return kind_ == RowKind::node ? node_data_name(typed) : edge_data_name(typed);
+    }
+
+   private:
+    friend class BasicDistGraph;
+    TypeView(BasicDistGraph graph, RowKind kind, std::int32_t type, std::string name)
+        : graph_(std::move(graph)), kind_(kind), type_(type), name_(std::move(name)) {}
+    BasicDistGraph graph_;
+    RowKind kind_;
+    std::int32_t type_;
+    std::string name_;
+  };
+
+  /// Index of node type `ntype`. Throws InvalidArgument naming it and the known types.
+  NodeType node_type(std::string_view ntype) const {
+    return NodeType(find_type(ntypes(), ntype, "node type"));
+  }
+  /// Index of edge type `etype`: canonical "src:etype:dst" (always unambiguous) or a
+  /// relation name alone when only one edge type has it (DGL's short form; DistDGL's
+  /// `g.edges[...]` rejects canonical triples). Throws InvalidArgument for an unknown or
+  /// ambiguous name.
+  EdgeType edge_type(std::string_view etype) const {
+    const auto& names = etypes();
+    if (etype.find(':') != std::string_view::npos)
+      return EdgeType(find_type(names, etype, "edge type"));
+    std::int32_t found = -1;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto& n = names[i];
+      const auto a = n.find(':'), b = n.rfind(':');
+      if (a == std::string::npos || n.substr(a + 1, b - a - 1) != etype) continue;
+      if (found >= 0)
+        throw InvalidArgument("edge type '" + std::string(etype) +
+                              "': ambiguous; expected a canonical src:etype:dst name, one of " +
+                              join_names(names));
+      found = static_cast<std::int32_t>(i);
+    }
+    if (found < 0) return EdgeType(find_type(names, etype, "edge type"));
+    return EdgeType(found);
+  }
+  std::int64_t num_nodes(std::string_view ntype) const { return num_nodes(node_type(ntype)); }
+  std::int64_t num_edges(std::string_view etype) const { return num_edges(edge_type(etype)); }
+  /// The nodes of type `ntype` (throws as node_type).
+  TypeView nodes(std::string_view ntype) const {
+    const NodeType t = node_type(ntype);
+    return TypeView(*this, RowKind::node, t.value, ntypes()[static_cast<std::size_t>(t.value)]);
+  }
+  /// The edges of type `etype`, canonical or by unique relation name (throws as edge_type).
+  TypeView edges(std::string_view etype) const {
+    const EdgeType t = edge_type(etype);
+    return TypeView(*this, RowKind::edge, t.value, etypes()[static_cast<std::size_t>(t.value)]);
+  }
+  /// Node type of each global ID (DGL's `map_to_per_ntype`, types only). Throws
+  /// IdOutOfRange for an ID outside the graph.
+  std::vector<std::int32_t> node_types_of(std::span<const std::int64_t> nodes) const {
+    std::vector<std::int32_t> types(nodes.size());
+    std::vector<std::int64_t> ids(nodes.size());
+    book().node_to_per_type(nodes, types, ids);
+    return types;
+  }
+  /// Edge type of each global edge ID. Throws IdOutOfRange for an ID outside the graph.
+  std::vector<std::int32_t> edge_types_of(std::span<const std::int64_t> edges) const {
+    std::vector<std::int32_t> types(edges.size());
+    std::vector<std::int64_t> ids(edges.size());
+    book().edge_to_per_type(edges, types, ids);
+    return types;
   }
 
   /// In-degrees of `nodes` (global IDs), from their owners.
@@ -205,6 +325,20 @@ class BasicDistGraph {
   static std::span<const std::byte> one_part(const Reply& r, const char* what) {
     if (r.body.parts.size() != 1) throw ProtocolError(std::string(what) + ": reply without 1 part");
     return r.body.parts[0];
+  }
+
+  static std::string join_names(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }
+  static std::int32_t find_type(const std::vector<std::string>& names, std::string_view name,
+                                const char* what) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      throw InvalidArgument(std::string(what) + " '" + std::string(name) +
+                            "': unknown; expected one of " + join_names(names));
+    return static_cast<std::int32_t>(it - names.begin());
   }
 
   std::vector<std::int64_t> orig_ids(RowKind kind, std::span<const std::int64_t> ids) const {

@@ -29,7 +29,7 @@ class DistTensor {
   /// constructor). `init` fills new rows from a (seed, row, column) hash.
   static DistTensor create(std::shared_ptr<Client> client, std::string name, RowKind kind,
                            std::int64_t cols, InitSpec init = {}) {
-    CreateTensorRequest q{name, dtype_of<T>, kind, client->num_rows(kind), cols, init};
+    CreateTensorRequest q{name, dtype_of<T>, kind, client->num_rows(kind, name), cols, init};
     client->create(q);
     return DistTensor(std::move(client), std::move(name), kind, cols);
   }
@@ -49,7 +49,8 @@ class DistTensor {
 
   const std::string& name() const noexcept { return name_; }
   RowKind kind() const noexcept { return kind_; }
-  std::int64_t num_rows() const { return client_->num_rows(kind_); }
+  /// Rows over all partitions: the nodes (edges) of its type for typed data.
+  std::int64_t num_rows() const { return client_->num_rows(kind_, name_); }
   std::int64_t num_cols() const noexcept { return cols_; }
   DType dtype() const noexcept { return dtype_of<T>; }
   Client& client() const noexcept { return *client_; }

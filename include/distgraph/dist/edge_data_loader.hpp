@@ -116,6 +116,7 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     const std::string who = "EdgeDataLoader";
     detail::check_loader_options(options, who);
     check_fanouts(fanouts);
+    detail::check_layer_samplers(options, fanouts.size(), who);
     const std::int64_t m = graph.num_edges();
     detail::check_seed_ids(train_eids, m, who, "train edge");
     if (edge_options.num_negatives < 0)
@@ -194,7 +195,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
         out.output_nodes, s.fanouts,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
           Frontier f =
-              s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer), s.options.sampler);
+              s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
+                                       layer_sampler(s.options, layer));
           if (exclude) drop_edges(f, excluded);
           return f;
         });

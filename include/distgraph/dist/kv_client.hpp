@@ -10,12 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/concepts.hpp"
+#include "distgraph/server/detail/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/transport/concepts.hpp"
@@ -74,6 +76,7 @@ class KVClient {
                             std::to_string(layout_.num_machines * layout_.servers_per_machine));
     if (colocated_ && (layout_.machine_id < 0 || layout_.machine_id >= layout_.num_machines))
       throw InvalidArgument("co-located storage given without a valid machine_id");
+    spaces_ = detail::RowSpaces(book_, colocated_ ? layout_.machine_id : 0);
   }
 
   const Book& book() const noexcept { return book_; }
@@ -93,6 +96,10 @@ class KVClient {
   /// Global rows of `kind`.
   std::int64_t num_rows(RowKind kind) const {
     return kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
+  }
+  /// Global rows of tensor `name`: those of its type for typed data ("<type>/<name>").
+  std::int64_t num_rows(RowKind kind, std::string_view name) const {
+    return spaces_.of(name, kind).global;
   }
 
   /// Creates tensor `q` on every partition's main server (idempotent: an identical
@@ -192,7 +199,7 @@ class KVClient {
     // One owner: no reordering is needed, rows land in `out` directly.
     if (g.parts.size() == 1 && is_colocated(g.parts[0])) {
       std::vector<std::int64_t> local(global_ids.size());
-      to_local(kind, global_ids, local);
+      to_local(kind, name, global_ids, local);
       colocated_->read_rows(name, local, out);
       return;
     }
@@ -209,7 +216,7 @@ class KVClient {
       if (!is_colocated(g.parts[k])) continue;
       const auto gids = g.ids_of(k, global_ids);
       std::vector<std::int64_t> local(gids.size());
-      to_local(kind, gids, local);
+      to_local(kind, name, gids, local);
       local_rows.resize(local.size() * row_bytes);
       colocated_->read_rows(name, local, local_rows);
       g.scatter(k, local_rows, out, row_bytes);
@@ -249,7 +256,7 @@ class KVClient {
       if (!is_colocated(g.parts[k])) continue;
       const auto gids = g.ids_of(k, global_ids);
       std::vector<std::int64_t> local(gids.size());
-      to_local(kind, gids, local);
+      to_local(kind, name, gids, local);
       const auto data = g.gather(k, rows, row_bytes);
       if (add)
         colocated_->add_rows(name, local, data);
@@ -388,6 +395,20 @@ class KVClient {
     else
       book_.edge_to_local(gids, out);
   }
+  /// Co-located rows of tensor `name`: typed data's rows start at its type's offset.
+  void to_local(RowKind kind, std::string_view name, std::span<const std::int64_t> gids,
+                std::span<std::int64_t> out) const {
+    to_local(kind, gids, out);
+    const detail::RowSpace space = spaces_.of(name, kind);
+    if (space.type < 0) return;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] -= space.start;
+      if (out[i] < 0 || out[i] >= space.rows)
+        throw IdOutOfRange("tensor '" + std::string(name) + "': " +
+                               (kind == RowKind::node ? "node" : "edge") + " id of another type",
+                           gids[i], 0, 0);
+    }
+  }
 
   /// Waits for each valid call of `calls` (one per group of `g`, as send_groups made them)
   /// within one deadline, checks its status (RemoteError naming `what` and the
@@ -425,6 +446,7 @@ class KVClient {
  private:
   std::shared_ptr<T> transport_;
   Book book_;
+  detail::RowSpaces spaces_;  ///< of the co-located partition (else partition 0): typed rows
   ClusterLayout layout_;
   std::shared_ptr<S> colocated_;
   ClientOptions options_;

@@ -31,7 +31,15 @@ struct LoaderOptions {
   /// (-Wmaybe-uninitialized, a false positive) about its string when a member initialised
   /// after it may throw.
   SamplerSpec sampler{};
+  /// One sampler per layer (input layer first), replacing `sampler` when not empty: e.g.
+  /// PerRelationSampler::spec with each layer's per-relation fanouts.
+  std::vector<SamplerSpec> layer_samplers{};
 };
+
+/// The sampler of layer `layer` (input layer first) under `o`.
+inline const SamplerSpec& layer_sampler(const LoaderOptions& o, std::int32_t layer) {
+  return o.layer_samplers.empty() ? o.sampler : o.layer_samplers[static_cast<std::size_t>(layer)];
+}
 
 /// Where one batch's time went, in seconds.
 struct BatchTimings {
@@ -59,11 +67,23 @@ namespace detail {
 
 /// Validates the options every loader shares; `who` names the loader in messages.
 inline void check_loader_options(const LoaderOptions& o, const std::string& who) {
+  for (const auto& l : o.layer_samplers)
+    if (l.name.empty())
+      throw InvalidArgument(who + ": a layer sampler without a name; expected a sampler's spec");
   if (o.batch_size < 1)
     throw InvalidArgument(who + ": batch_size " + std::to_string(o.batch_size) + "; expected >= 1");
   if (o.prefetch_depth < 1)
     throw InvalidArgument(who + ": prefetch_depth " + std::to_string(o.prefetch_depth) +
                           "; expected >= 1");
+}
+
+/// Throws InvalidArgument unless `o.layer_samplers` is empty or has one per layer.
+inline void check_layer_samplers(const LoaderOptions& o, std::size_t layers,
+                                 const std::string& who) {
+  if (!o.layer_samplers.empty() && o.layer_samplers.size() != layers)
+    throw InvalidArgument(who + ": " + std::to_string(o.layer_samplers.size()) +
+                          " layer samplers for " + std::to_string(layers) +
+                          " layers; expected one per layer");
 }
 
 /// Throws InvalidArgument for an empty seed set, IdOutOfRange for one outside [0, hi).

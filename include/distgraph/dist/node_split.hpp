@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/ids.hpp"
 #include "distgraph/partition/concepts.hpp"
 
 namespace distgraph {
@@ -75,6 +76,47 @@ std::vector<std::int64_t> node_split(std::span<const std::int64_t> train_ids, co
                                      const SplitOptions& options) {
   return detail::split_ids(train_ids, options, "node_split",
                            [&](auto ids, auto out) { book.node_partition(ids, out); });
+}
+
+/// Seeds of one node type, by type-wise ID (0 .. nodes of the type - 1), as DGL's
+/// `node_split(mask, ntype=...)` takes them.
+struct TypedIds {
+  std::string ntype;
+  std::vector<std::int64_t> ids;
+};
+
+/// The global IDs of typed seeds: `per_type_to_node` of each entry, concatenated in the
+/// given order. Throws InvalidArgument naming an unknown node type (and listing the
+/// known ones), IdOutOfRange for a type-wise ID outside its type.
+template <PartitionBook Book>
+std::vector<std::int64_t> typed_to_global(std::span<const TypedIds> seeds, const Book& book) {
+  std::vector<std::int64_t> out;
+  const auto& names = book.node_type_names();
+  for (const auto& s : seeds) {
+    const auto it = std::find(names.begin(), names.end(), s.ntype);
+    if (it == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw InvalidArgument("node type '" + s.ntype + "': unknown; expected one of " + known);
+    }
+    const NodeType t(static_cast<std::int32_t>(it - names.begin()));
+    std::vector<std::int64_t> g(s.ids.size());
+    book.per_type_to_node(t, s.ids, g);
+    out.insert(out.end(), g.begin(), g.end());
+  }
+  return out;
+}
+
+/// node_split over seeds of several node types in one call (DGL needs a call per type,
+/// and trainers then differ in how many seeds of each type they get): the union is split
+/// as one set, so every trainer gets the same count in total. Returns global IDs; use
+/// the book's node_to_per_type to go back to (type, type-wise ID). Throws as
+/// typed_to_global and node_split.
+template <PartitionBook Book>
+std::vector<std::int64_t> node_split(std::span<const TypedIds> seeds, const Book& book,
+                                     const SplitOptions& options) {
+  const auto ids = typed_to_global(seeds, book);
+  return node_split(std::span<const std::int64_t>(ids), book, options);
 }
 
 /// Evens out the work of trainers' equal-sized shares (e.g. node_split's for every rank):

@@ -18,6 +18,7 @@
 #include "distgraph/partition/basic_partition_book.hpp"
 #include "distgraph/partition/partition_config.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
+#include "distgraph/partition/typed_data.hpp"
 
 namespace distgraph {
 
@@ -149,12 +150,19 @@ inline Partition load_partition(const std::filesystem::path& config_path, std::i
   part.graph.indptr = std::move(indptr);
   part.graph.indices = std::move(indices);
   part.graph.edge_ids = part.eid;
-  for (const auto& spec : c.node_feats)
+  // Typed data ("<type>/<name>") has a row per owned node (edge) of its type.
+  for (const auto& spec : c.node_feats) {
+    const std::int32_t t = typed_data_type(spec.name, b.node_type_names());
     part.node_feats[spec.name] = detail::read_feature(
-        c.resolve(paths.node_feats) / (spec.name + ".npy"), spec, part.num_inner_nodes);
-  for (const auto& spec : c.edge_feats)
+        c.resolve(paths.node_feats) / (spec.name + ".npy"), spec,
+        t < 0 ? part.num_inner_nodes : b.num_owned_nodes(p, NodeType(t)));
+  }
+  for (const auto& spec : c.edge_feats) {
+    const std::int32_t t = typed_data_type(spec.name, b.edge_type_names());
     part.edge_feats[spec.name] = detail::read_feature(
-        c.resolve(paths.edge_feats) / (spec.name + ".npy"), spec, part.num_inner_edges);
+        c.resolve(paths.edge_feats) / (spec.name + ".npy"), spec,
+        t < 0 ? part.num_inner_edges : b.num_owned_edges(p, EdgeType(t)));
+  }
   return part;
 }
 

@@ -28,6 +28,7 @@
 #include "distgraph/io/npy.hpp"
 #include "distgraph/partition/metis.hpp"
 #include "distgraph/partition/partition_config.hpp"
+#include "distgraph/partition/typed_data.hpp"
 
 namespace distgraph {
 
@@ -284,15 +285,30 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
                           " entries; expected one per node (" + std::to_string(n) + ")");
   for (std::int32_t p : opts.assignment)
     if (p < 0 || p >= num_parts) throw IdOutOfRange("assignment partition id", p, 0, num_parts);
+  // Typed data ("<type>/<name>", typed_data.hpp) has a row per node (edge) of its type.
+  const std::vector<std::string> node_type_names = g.types.node_type_names();
+  std::vector<std::string> edge_type_names;
+  for (const auto& et : g.types.edge_types())
+    edge_type_names.push_back(et.src_type + ":" + et.edge_type + ":" + et.dst_type);
+  auto data_type = [&](const TensorList* list, const std::string& tname) {
+    return typed_data_type(tname, list == &node_data ? node_type_names : edge_type_names);
+  };
   for (const auto* list : {&node_data, &edge_data}) {
-    const std::int64_t rows = list == &node_data ? n : m;
     for (const auto& [tname, t] : *list) {
-      if (tname.empty() || tname.find('/') != std::string::npos)
-        throw InvalidArgument("tensor name '" + tname + "': expected a non-empty file name");
+      const std::int32_t type = data_type(list, tname);
+      const std::string file = type < 0 ? tname : tname.substr(tname.find('/') + 1);
+      if (file.empty() || file.find('/') != std::string::npos)
+        throw InvalidArgument("tensor name '" + tname +
+                              "': expected a non-empty file name, or '<type>/<file name>' for "
+                              "one of the graph's types");
+      const std::int64_t rows =
+          list == &node_data ? (type < 0 ? n : g.types.num_nodes(NodeType(type)))
+                             : (type < 0 ? m : g.types.num_edges(EdgeType(type)));
+      const char* per = list == &node_data ? (type < 0 ? " (one per node)" : " (one per node of its type)")
+                                           : (type < 0 ? " (one per edge)" : " (one per edge of its type)");
       if (t.rows() != rows || t.shape.empty())
         throw ShapeError("tensor '" + tname + "'",
-                         std::to_string(t.rows()) + " rows; expected " + std::to_string(rows) +
-                             (list == &node_data ? " (one per node)" : " (one per edge)"));
+                         std::to_string(t.rows()) + " rows; expected " + std::to_string(rows) + per);
     }
   }
   std::int64_t num_classes = 0;
@@ -501,17 +517,26 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
       NpyStream eid(dir / "graph" / "eid.npy", DType::int64, {local_edges});
       NpyStream orig_eid(dir / "graph" / "orig_eid.npy", DType::int64, {local_edges});
       NpyStream inner_edge(dir / "graph" / "inner_edge.npy", DType::bool_, {local_edges});
+      std::vector<std::pair<std::int32_t, std::uint32_t>> by_type;  // (edge type, k)
       for (std::size_t r = 0; r < edge_rows; ++r) {
         const auto sources = g.in.neighbors(local_nodes[r]);
         const auto edges = g.in.edges(local_nodes[r]);
         // An edge is owned by its destination's partition: the rows of owned nodes hold
         // exactly the owned edges (no lookup in edge_part).
         const auto owned = static_cast<std::uint8_t>(r < inner.size());
-        for (std::size_t k = 0; k < sources.size(); ++k) {
+        // Typed graphs: a row's edges grouped by edge type (then source), so per-relation
+        // samplers find each relation's edges as one run of positions.
+        by_type.clear();
+        for (std::size_t k = 0; k < sources.size(); ++k)
+          by_type.emplace_back(etypes > 1 ? edge_type_of(edges[k]) : 0,
+                               static_cast<std::uint32_t>(k));
+        if (etypes > 1) std::stable_sort(by_type.begin(), by_type.end());
+        for (const auto& [edge_type, kk] : by_type) {
+          const std::size_t k = kk;
           const std::int64_t e = edges[k];
           // new_eid is read at random (edge IDs follow the source order); prefetching a few
           // edges ahead overlaps those cache misses.
-          if (opts.relabel && k + 8 < edges.size())
+          if (opts.relabel && k + 8 < edges.size() && etypes == 1)
             __builtin_prefetch(new_eid.data() + edges[k + 8]);
           indices.push(local_of[static_cast<std::size_t>(sources[k])]);
           eid.push(global_eid(e));
@@ -537,11 +562,36 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
       orig_nid.finish();
       inner_node.finish();
     }
-    for (const auto& [tname, t] : node_data)
-      detail::write_rows(dir / "node_feat" / (tname + ".npy"), t, inner);
-    for (const auto& [tname, t] : edge_data)
-      detail::write_rows(dir / "edge_feat" / (tname + ".npy"), t,
-                         {edge_order.data() + eb, static_cast<std::size_t>(ee - eb)});
+    const std::span<const std::int64_t> owned_edges(edge_order.data() + eb,
+                                                     static_cast<std::size_t>(ee - eb));
+    // Typed data: the owned IDs of its type, as rows of that type (input ID - type start).
+    auto typed_rows = [](std::span<const std::int64_t> ids, const std::vector<std::int64_t>& off,
+                         std::int32_t type, auto type_of) {
+      std::vector<std::int64_t> rows;
+      for (const std::int64_t v : ids)
+        if (type_of(v) == type) rows.push_back(v - off[static_cast<std::size_t>(type)]);
+      return rows;
+    };
+    for (const auto& [tname, t] : node_data) {
+      const std::int32_t type = data_type(&node_data, tname);
+      const fs::path file = dir / "node_feat" / (tname + ".npy");
+      if (type < 0) {
+        detail::write_rows(file, t, inner);
+        continue;
+      }
+      fs::create_directories(file.parent_path());
+      detail::write_rows(file, t, typed_rows(inner, types.node_offsets(), type, node_type_of));
+    }
+    for (const auto& [tname, t] : edge_data) {
+      const std::int32_t type = data_type(&edge_data, tname);
+      const fs::path file = dir / "edge_feat" / (tname + ".npy");
+      if (type < 0) {
+        detail::write_rows(file, t, owned_edges);
+        continue;
+      }
+      fs::create_directories(file.parent_path());
+      detail::write_rows(file, t, typed_rows(owned_edges, types.edge_offsets(), type, edge_type_of));
+    }
     for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
     auto& st = result.parts[static_cast<std::size_t>(p)];
     st.inner_nodes = ne - nb;

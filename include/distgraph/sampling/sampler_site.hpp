@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "distgraph/core/buffer.hpp"
@@ -27,6 +28,11 @@ class SamplerSite {
   /// holds but does not own. O(edges) per call: keep the result with cached(). Throws
   /// NotFound for an unknown tensor, DTypeError unless it is one float32 per edge.
   virtual Buffer<float> edge_values_by_position(const std::string& name) = 0;
+  /// The edge type (EdgeType index under the partition book) of each of the view's edge
+  /// positions; empty when the graph has a single edge type. Lives as long as the site.
+  virtual std::span<const std::int32_t> edge_types_by_position() const = 0;
+  /// Edge types of the graph (1 for a homogeneous graph).
+  virtual std::int32_t num_edge_types() const = 0;
   /// The object cached under `key` at this site, made by `make` on first use (once, even
   /// with concurrent callers). For what a sampler derives from the partition, e.g. a
   /// weighted sampler's checked probabilities: a later write to the source is not seen.

@@ -52,6 +52,7 @@ class KVServer {
     const auto parts = book_.num_partitions();
     if (part_id_ < 0 || part_id_ >= parts)
       throw IdOutOfRange("server partition id", part_id_, 0, parts);
+    spaces_ = detail::RowSpaces(book_, part_id_);
   }
 
   /// Answers one request; never throws.
@@ -140,6 +141,8 @@ class KVServer {
   S& storage() noexcept { return *storage_; }
   const Book& book() const noexcept { return book_; }
   std::int32_t part_id() const noexcept { return part_id_; }
+  /// Where typed data's rows start in this partition.
+  const detail::RowSpaces& row_spaces() const noexcept { return spaces_; }
 
   /// Creates (or reuses) tensor `q` in this server's storage with its owned rows, filling
   /// a new one per q.init. Returns true when created. Throws on a layout mismatch.
@@ -152,20 +155,21 @@ class KVServer {
                        "unknown dtype code " + std::to_string(static_cast<int>(q.dtype)));
     if (q.kind != RowKind::node && q.kind != RowKind::edge)
       throw InvalidArgument("tensor '" + q.name + "': unknown row kind");
-    const std::int64_t global_rows =
-        q.kind == RowKind::node ? book_.num_nodes() : book_.num_edges();
-    if (q.rows != global_rows)
+    // Typed data ("<type>/<name>") holds one row per node or edge of its type.
+    const detail::RowSpace space = spaces_.of(q.name, q.kind);
+    if (q.rows != space.global)
       throw ShapeError("tensor '" + q.name + "'",
                        std::to_string(q.rows) + " rows; the graph has " +
-                           std::to_string(global_rows) +
-                           (q.kind == RowKind::node ? " nodes" : " edges"));
-    TensorSpec spec{q.name, q.dtype, detail::owned_rows(book_, part_id_, q.kind), q.cols};
+                           std::to_string(space.global) +
+                           (q.kind == RowKind::node ? " nodes" : " edges") +
+                           (space.type < 0 ? "" : " of the tensor's type"));
+    TensorSpec spec{q.name, q.dtype, space.rows, q.cols};
     if (q.init.kind != InitKind::zeros && q.dtype != DType::float32 && q.dtype != DType::float64)
       throw DTypeError("tensor '" + q.name + "'", "random initialisation needs a float dtype");
     // Serialise creation so that exactly one creator initialises the rows.
     std::lock_guard lock(create_mu_);
     if (!storage_->create(spec)) return false;
-    if (q.init.kind != InitKind::zeros) initialise(spec, q.kind, q.init);
+    if (q.init.kind != InitKind::zeros) initialise(spec, space, q.init);
     return true;
   }
 
@@ -219,13 +223,14 @@ class KVServer {
     spec = storage_->spec(q.name);
     if (q.kind != RowKind::node && q.kind != RowKind::edge)
       throw ProtocolError(std::string(subject) + ": unknown row kind");
-    if (spec.rows != detail::owned_rows(book_, part_id_, q.kind))
+    const detail::RowSpace space = spaces_.of(q.name, q.kind);
+    if (spec.rows != space.rows)
       throw ShapeError(
           "tensor '" + q.name + "'",
           std::string("not indexed by ") + (q.kind == RowKind::node ? "node" : "edge") + " IDs");
     const auto ids = part_as<std::int64_t>(ids_part, q.count, subject);
     std::vector<std::int64_t> local(ids.size());
-    detail::global_to_owned(book_, part_id_, q.kind, ids, local);
+    detail::global_to_owned(book_, part_id_, space, ids, local);
     return local;
   }
 
@@ -407,14 +412,14 @@ class KVServer {
     return Reply{};
   }
 
-  void initialise(const TensorSpec& spec, RowKind kind, const InitSpec& init) {
+  void initialise(const TensorSpec& spec, const detail::RowSpace& space, const InitSpec& init) {
     if (spec.dtype != DType::float32 && spec.dtype != DType::float64)
       throw DTypeError("tensor '" + spec.name + "'", "random initialisation needs a float dtype");
     constexpr std::int64_t chunk = 4096;
     std::vector<std::byte> rows;
     for (std::int64_t begin = 0; begin < spec.rows; begin += chunk) {
       const std::int64_t end = std::min(spec.rows, begin + chunk);
-      const auto global = detail::owned_to_global(book_, part_id_, kind, begin, end);
+      const auto global = detail::owned_to_global(book_, part_id_, space, begin, end);
       std::vector<std::int64_t> local(global.size());
       rows.assign(global.size() * spec.row_bytes(), std::byte{0});
       for (std::size_t i = 0; i < global.size(); ++i) {
@@ -446,6 +451,7 @@ class KVServer {
   std::shared_ptr<S> storage_;
   Book book_;
   std::int32_t part_id_;
+  detail::RowSpaces spaces_;  ///< where each type's rows start in this partition
   mutable std::mutex mu_;  // barriers and shutdown
   std::condition_variable cv_;
   bool shutdown_ = false;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +31,10 @@ class PartitionSite final : public SamplerSite {
   /// `storage` may be null (a trainer without shared storage): then samplers that read
   /// edge data fail with InvalidArgument.
   PartitionSite(const Partition& part, const Book& book, std::shared_ptr<S> storage)
-      : part_(part), storage_(std::move(storage)), view_(partition_view(part)) {
+      : part_(part),
+        storage_(std::move(storage)),
+        view_(partition_view(part)),
+        num_edge_types_(book.num_edge_types()) {
     // Position in the CSC of each owned edge, by its local (book) edge ID.
     std::vector<std::int64_t> owned_pos, owned_gid;
     for (std::size_t e = 0; e < part_.eid.size(); ++e)
@@ -44,12 +48,21 @@ class PartitionSite final : public SamplerSite {
     edge_pos_.assign(owned_gid.size(), -1);
     for (std::size_t i = 0; i < owned_local.size(); ++i)
       edge_pos_[static_cast<std::size_t>(owned_local[i])] = owned_pos[i];
+    // Edge type of every position (halo edges too: the book types any global edge ID).
+    if (num_edge_types_ > 1) {
+      edge_types_.resize(part_.eid.size());
+      std::vector<std::int64_t> per_type(part_.eid.size());
+      book.edge_to_per_type(part_.eid.span(), edge_types_, per_type);
+    }
   }
 
   const LocalGraphView& view() const override { return view_; }
   std::int32_t part_id() const override { return static_cast<std::int32_t>(part_.part_id); }
   /// CSC position of each owned edge, by local edge ID (find_edges, orig_ids).
   const std::vector<std::int64_t>& edge_positions() const noexcept { return edge_pos_; }
+
+  std::span<const std::int32_t> edge_types_by_position() const override { return edge_types_; }
+  std::int32_t num_edge_types() const override { return num_edge_types_; }
 
   Buffer<float> edge_values_by_position(const std::string& name) override {
     if (!storage_)
@@ -84,7 +97,9 @@ class PartitionSite final : public SamplerSite {
   const Partition& part_;
   std::shared_ptr<S> storage_;
   LocalGraphView view_;
+  std::int32_t num_edge_types_;
   std::vector<std::int64_t> edge_pos_;
+  std::vector<std::int32_t> edge_types_;  ///< by CSC position; empty for one edge type
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const void>> cache_;
 };

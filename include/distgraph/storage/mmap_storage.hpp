@@ -104,7 +104,8 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
       const std::string file = it->path().filename().string();
       constexpr std::string_view suffix = ".npy";
       if (file.size() <= suffix.size() || !file.ends_with(suffix)) continue;
-      const std::string_view name(file.data(), file.size() - suffix.size());
+      const std::string name =
+          detail::file_tensor_name(std::string_view(file.data(), file.size() - suffix.size()));
       if (!detail::is_valid_tensor_name(name)) continue;
       // Removed since the scan saw it: not listed.
       if (const auto t = lookup(name)) out.push_back(t->rows.spec);
@@ -185,7 +186,7 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
   }
 
   std::filesystem::path tensor_file(std::string_view name) const {
-    return state_->dir / (std::string(name) + ".npy");
+    return state_->dir / (detail::tensor_file_name(name) + ".npy");
   }
 
   std::atomic_ref<std::uint64_t> epoch() const noexcept {
@@ -292,7 +293,7 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
     const std::string target = tensor_file(spec.name).string();
     // A leading dot and a suffix other than ".npy": list() never takes it for a tensor.
     const std::string tmp =
-        (state_->dir / ("." + spec.name + ".npy.tmp-" + std::to_string(::getpid()) + "-" +
+        (state_->dir / ("." + detail::tensor_file_name(spec.name) + ".npy.tmp-" + std::to_string(::getpid()) + "-" +
                         std::to_string(counter++)))
             .string();
     const std::int64_t shape[] = {spec.rows, spec.cols};

@@ -84,6 +84,9 @@ struct NodeClassificationResult {
   std::string mode;  ///< "standalone" (no servers) or "distributed"
   std::int64_t parts = 0, trainers = 0;
   std::uint64_t seed = 0;
+  /// Task-specific keys result.json carries besides the common ones (e.g. typed runs'
+  /// "test_macro_f1").
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 /// Called on rank 0 after each epoch with its row and the metric it reports.
@@ -91,7 +94,7 @@ using EpochCallback = std::function<void(const EpochRow&, Metric)>;
 
 /// result.json's object for `r` (the keys users' scripts read; never rename one).
 inline nlohmann::json result_json(const NodeClassificationResult& r) {
-  return {{"metric", to_string(r.metric)},
+  nlohmann::json j = {{"metric", to_string(r.metric)},
           {"test", r.test},
           {"val", r.val},
           {"epochs", r.epochs},
@@ -100,6 +103,8 @@ inline nlohmann::json result_json(const NodeClassificationResult& r) {
           {"parts", r.parts},
           {"trainers", r.trainers},
           {"seed", r.seed}};
+  j.update(r.extra);
+  return j;
 }
 
 namespace detail {

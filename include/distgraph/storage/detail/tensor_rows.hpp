@@ -28,19 +28,48 @@ inline std::string tensor_subject(std::string_view name) {
   return "tensor '" + std::string(name) + "'";
 }
 
-/// Whether `c` may appear in a tensor name: [A-Za-z0-9_.:-].
+/// Whether `c` may appear in a tensor name: [A-Za-z0-9_.:/-].
 constexpr bool is_tensor_name_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '-';
+         c == '.' || c == ':' || c == '-' || c == '/';
 }
 
-/// Whether `name` is 1 to 200 characters of [A-Za-z0-9_.:-]. Every model checks names
+/// The file name of tensor `name` ('/', typed data's separator, becomes '@', which no
+/// name holds, so file_tensor_name inverts it).
+inline std::string tensor_file_name(std::string_view name) {
+  std::string f(name);
+  for (char& c : f)
+    if (c == '/') c = '@';
+  return f;
+}
+inline std::string file_tensor_name(std::string_view file) {
+  std::string n(file);
+  for (char& c : n)
+    if (c == '@') c = '/';
+  return n;
+}
+
+/// Whether '/' splits `name` into an empty, "." or ".." part: such names look like paths
+/// and are refused ("a/b", typed data, is fine).
+inline bool has_bad_segment(std::string_view name) {
+  if (name.find('/') == std::string_view::npos) return false;
+  std::size_t b = 0;
+  while (true) {
+    const std::size_t e = name.find('/', b);
+    const auto part = name.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
+    if (part.empty() || part == "." || part == "..") return true;
+    if (e == std::string_view::npos) return false;
+    b = e + 1;
+  }
+}
+
+/// Whether `name` is 1 to 200 characters of [A-Za-z0-9_.:/-]. Every model checks names
 /// alike, so one that works in memory also works as a file name in an MmapStorage folder.
 constexpr bool is_valid_tensor_name(std::string_view name) noexcept {
   if (name.empty() || name.size() > max_tensor_name_chars) return false;
   for (char c : name)
     if (!is_tensor_name_char(c)) return false;
-  return true;
+  return !has_bad_segment(name);
 }
 
 /// Throws InvalidArgument naming `name` and its fault unless is_valid_tensor_name(name).
@@ -48,14 +77,16 @@ inline void validate_tensor_name(std::string_view name) {
   if (is_valid_tensor_name(name)) return;
   std::string what;
   if (name.empty()) {
-    what = "empty; expected 1 to 200 characters of [A-Za-z0-9_.:-]";
+    what = "empty; expected 1 to 200 characters of [A-Za-z0-9_.:/-]";
   } else if (name.size() > max_tensor_name_chars) {
     what = std::to_string(name.size()) + " characters; expected at most 200";
+  } else if (has_bad_segment(name)) {
+    what = "an empty, '.' or '..' part between slashes; expected '<type>/<name>'";
   } else {
     for (char c : name)
       if (!is_tensor_name_char(c)) {
         what =
-            "character '" + printable(std::string_view(&c, 1)) + "'; expected only [A-Za-z0-9_.:-]";
+            "character '" + printable(std::string_view(&c, 1)) + "'; expected only [A-Za-z0-9_.:/-]";
         break;
       }
   }
