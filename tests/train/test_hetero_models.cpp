@@ -136,7 +136,8 @@ TEST_CASE(
   const std::vector<std::int32_t> etypes = {0, 1, 0, 1, 1};
   const std::vector<std::int32_t> ntypes = {0, 1, 0, 1, 0};
   const auto hb = hetero_block_tensors(b, etypes, ntypes, 2, 2);
-  const auto h = torch::randn({5, 3});
+  const auto h = torch::randn({5, 3}).requires_grad_(true);
+  const auto upstream = torch::randn({3, 2});
   for (const auto combine : {HeteroModelOptions::Combine::sum, HeteroModelOptions::Combine::mean}) {
     HeteroSAGEConv conv(HeteroSAGEConvOptions{.in_feats = 3,
                                               .out_feats = 2,
@@ -160,6 +161,11 @@ TEST_CASE(
     CHECK(torch::allclose(out[0], want0, 1e-5, 1e-5));
     CHECK(torch::allclose(out[1], want1, 1e-5, 1e-5));
     CHECK(torch::allclose(out[2], want2, 1e-5, 1e-5));
+    // The gather kernel's backward pass against autograd through the hand computation.
+    const auto want = torch::stack({want0, want1, want2});
+    const auto got_grad = torch::autograd::grad({(out * upstream).sum()}, {h})[0];
+    const auto want_grad = torch::autograd::grad({(want * upstream).sum()}, {h})[0];
+    CHECK(torch::allclose(got_grad, want_grad, 1e-5, 1e-5));
   }
 }
 

@@ -196,6 +196,7 @@ class KVClient {
                                                   " output bytes; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
     const Groups g = group(kind, global_ids);
+    check_type(kind, name, global_ids);
     // One owner: no reordering is needed, rows land in `out` directly.
     if (g.parts.size() == 1 && is_colocated(g.parts[0])) {
       std::vector<std::int64_t> local(global_ids.size());
@@ -244,6 +245,7 @@ class KVClient {
                                                   " bytes of rows; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
     const Groups g = group(kind, global_ids);
+    check_type(kind, name, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (is_colocated(g.parts[k])) continue;
@@ -277,6 +279,7 @@ class KVClient {
     if (bytes.size() != global_ids.size() * row_bytes)
       throw ShapeError("sparse step '" + name + "'", "gradient size disagrees with the row count");
     const Groups g = group(kind, global_ids);
+    check_type(kind, name, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       SparseStepRequest q{name, kind, static_cast<std::int64_t>(g.count(k)), params};
@@ -395,19 +398,33 @@ class KVClient {
     else
       book_.edge_to_local(gids, out);
   }
+  /// Throws IdOutOfRange naming the tensor when typed data `name` gets an ID of another
+  /// type: checked for the whole batch before anything is sent, so a refused write
+  /// changes no row anywhere.
+  void check_type(RowKind kind, std::string_view name, std::span<const std::int64_t> gids) const {
+    const detail::RowSpace space = spaces_.of(name, kind);
+    if (space.type < 0) return;
+    std::vector<std::int32_t> types(gids.size());
+    std::vector<std::int64_t> per_type(gids.size());
+    if (kind == RowKind::node)
+      book_.node_to_per_type(gids, types, per_type);
+    else
+      book_.edge_to_per_type(gids, types, per_type);
+    for (std::size_t i = 0; i < types.size(); ++i)
+      if (types[i] != space.type)
+        throw IdOutOfRange("tensor '" + std::string(name) + "': " +
+                               (kind == RowKind::node ? "node" : "edge") + " id of another type",
+                           gids[i], 0, 0);
+  }
+
   /// Co-located rows of tensor `name`: typed data's rows start at its type's offset.
+  /// Call after check_type.
   void to_local(RowKind kind, std::string_view name, std::span<const std::int64_t> gids,
                 std::span<std::int64_t> out) const {
     to_local(kind, gids, out);
     const detail::RowSpace space = spaces_.of(name, kind);
     if (space.type < 0) return;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] -= space.start;
-      if (out[i] < 0 || out[i] >= space.rows)
-        throw IdOutOfRange("tensor '" + std::string(name) + "': " +
-                               (kind == RowKind::node ? "node" : "edge") + " id of another type",
-                           gids[i], 0, 0);
-    }
+    for (auto& r : out) r -= space.start;  // the batch's types were checked (check_type)
   }
 
   /// Waits for each valid call of `calls` (one per group of `g`, as send_groups made them)

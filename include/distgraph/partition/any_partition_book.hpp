@@ -174,6 +174,56 @@ inline Buffer<std::int32_t> owners_from_ranges(
   return Buffer<std::int32_t>(std::move(owner));
 }
 
+/// The type of each global ID of one kind: from the relabeled ranges ([type][part]), else
+/// from the per-type counts an unrelabeled typed partition records (input IDs are
+/// type-major). Empty for a single type (BasicBookTypes' convention). Throws
+/// PartitionError naming the config when an unrelabeled typed partition lacks the counts.
+inline Buffer<std::int32_t> types_of_ids(
+    const PartitionConfig& c, const std::vector<std::string>& names,
+    const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>& ranges,
+    std::int64_t total, const char* kind) {
+  if (names.size() < 2) return {};
+  std::vector<std::int32_t> type(static_cast<std::size_t>(total), 0);
+  if (c.relabeled) {
+    for (std::size_t t = 0; t < ranges.size(); ++t)
+      for (const auto& [b, e] : ranges[t])
+        for (auto v = b; v < e && v < total; ++v)
+          type[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(t);
+    return Buffer<std::int32_t>(std::move(type));
+  }
+  const auto counts = c.extra.value("type_counts", nlohmann::json::object()).value(kind, nlohmann::json());
+  if (!counts.is_array() || counts.size() != names.size())
+    throw PartitionError(c.path.string() + ": a typed partition without relabeling needs "
+                         "distgraph.type_counts." + kind + " (one count per type)");
+  std::int64_t at = 0;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    const auto n = counts[t].get<std::int64_t>();
+    if (n < 0 || at + n > total)
+      throw PartitionError(c.path.string() + ": distgraph.type_counts." + kind +
+                           " does not add up to the graph's count");
+    std::fill(type.begin() + at, type.begin() + at + n, static_cast<std::int32_t>(t));
+    at += n;
+  }
+  if (at != total)
+    throw PartitionError(c.path.string() + ": distgraph.type_counts." + kind + " sums to " +
+                         std::to_string(at) + "; the graph has " + std::to_string(total));
+  return Buffer<std::int32_t>(std::move(type));
+}
+
+/// The types of a config's IDs as a BasicPartitionBook takes them.
+inline BasicBookTypes book_types(const PartitionConfig& c) {
+  BasicBookTypes t;
+  if (c.ntypes.size() > 1) {
+    t.ntypes = c.ntypes;
+    t.node_types = types_of_ids(c, c.ntypes, c.node_ranges, c.num_nodes, "nodes");
+  }
+  if (c.etypes.size() > 1) {
+    t.etypes = c.etypes;
+    t.edge_types = types_of_ids(c, c.etypes, c.edge_ranges, c.num_edges, "edges");
+  }
+  return t;
+}
+
 }  // namespace detail
 
 /// How a book model is built from a partition config, for servers and trainers alike.
@@ -204,7 +254,8 @@ struct BookLoader<BasicPartitionBook> {
     const auto parts = static_cast<std::int32_t>(c.num_parts);
     if (c.relabeled)
       return BasicPartitionBook(parts, detail::owners_from_ranges(c.node_ranges, c.num_nodes),
-                                detail::owners_from_ranges(c.edge_ranges, c.num_edges));
+                                detail::owners_from_ranges(c.edge_ranges, c.num_edges),
+                                detail::book_types(c));
     auto owners = [&](const std::string& file, std::int64_t n) {
       const auto path = c.resolve(file);
       auto map = detail::read_part_array<std::int32_t>(path, n);
@@ -213,7 +264,7 @@ struct BookLoader<BasicPartitionBook> {
       return map;
     };
     return BasicPartitionBook(parts, owners(c.node_map_file, c.num_nodes),
-                              owners(c.edge_map_file, c.num_edges));
+                              owners(c.edge_map_file, c.num_edges), detail::book_types(c));
   }
 };
 

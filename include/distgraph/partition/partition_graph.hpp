@@ -685,7 +685,13 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     c.node_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
   for (const auto& [tname, t] : edge_data)
     c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
+  std::vector<std::int64_t> node_counts, edge_counts;
+  for (std::int32_t t = 0; t < ntypes; ++t) node_counts.push_back(types.num_nodes(NodeType(t)));
+  for (std::int32_t t = 0; t < etypes; ++t) edge_counts.push_back(types.num_edges(EdgeType(t)));
   c.extra = {{"seed", opts.seed},
+             // Per-type counts in input-ID order: a book of an unrelabeled typed partition
+             // derives each ID's type from them (relabeled ones have node_map ranges).
+             {"type_counts", {{"nodes", node_counts}, {"edges", edge_counts}}},
              {"relabel", opts.relabel},
              {"cross_edges", result.cross_edges},
              {"metis_edge_cut", result.metis_edge_cut},
