@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/train/dropout.hpp"
 #include "distgraph/train/hetero_block_tensors.hpp"
 
 namespace distgraph {
@@ -205,5 +206,28 @@ class HeteroInputImpl : public torch::nn::Module {
 
 /// Holder of a HeteroInputImpl.
 TORCH_MODULE(HeteroInput);
+
+namespace detail {
+
+/// The forward pass both typed models share: the per-type input projection, input
+/// dropout, then the layers with ReLU and dropout between them. Throws as
+/// check_hetero_blocks and HeteroInput.
+template <class Conv>
+torch::Tensor hetero_forward(const torch::nn::Module& model, HeteroInput& input,
+                             std::vector<Conv>& convs, const HeteroModelOptions& o,
+                             const std::vector<HeteroBlockTensors>& blocks,
+                             const std::vector<TypedInput>& inputs, const char* name) {
+  check_hetero_blocks(blocks, o, name);
+  torch::Tensor h = input->forward(inputs, blocks.front().num_src());
+  if (model.is_training()) h = distgraph::dropout(h, o.input_dropout);
+  for (std::size_t l = 0; l < convs.size(); ++l) {
+    h = convs[l]->forward(blocks[l], h);
+    if (l + 1 < convs.size())
+      h = model.is_training() ? relu_dropout(h, o.dropout) : torch::relu(h);
+  }
+  return h;
+}
+
+}  // namespace detail
 
 }  // namespace distgraph

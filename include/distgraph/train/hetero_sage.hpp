@@ -183,15 +183,7 @@ class HeteroSAGEImpl : public torch::nn::Module {
   /// RGCN::forward.
   torch::Tensor forward(const std::vector<HeteroBlockTensors>& blocks,
                         const std::vector<TypedInput>& inputs) {
-    detail::check_hetero_blocks(blocks, options_, "HeteroSAGE");
-    torch::Tensor h = input_->forward(inputs, blocks.front().num_src());
-    if (is_training()) h = distgraph::dropout(h, options_.input_dropout);
-    for (std::size_t l = 0; l < convs_.size(); ++l) {
-      h = convs_[l]->forward(blocks[l], h);
-      if (l + 1 < convs_.size())
-        h = is_training() ? relu_dropout(h, options_.dropout) : torch::relu(h);
-    }
-    return h;
+    return detail::hetero_forward(*this, input_, convs_, options_, blocks, inputs, "HeteroSAGE");
   }
 
   const HeteroModelOptions& options() const noexcept { return options_; }
