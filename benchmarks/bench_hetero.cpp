@@ -426,6 +426,22 @@ double mean_epoch(const std::vector<double>& epoch_s) {
   return epoch_s.size() > 1 ? sum / static_cast<double>(epoch_s.size() - 1) : epoch_s.front();
 }
 
+/// The params both epoch figures report: the recipe, the epoch times, the bound's batches.
+nlohmann::json epoch_params(const Bench& b, const HeteroNodeClassificationOptions& o,
+                            const std::vector<double>& epochs, std::size_t num_batches,
+                            const std::string& mode) {
+  nlohmann::json params = b.params;
+  params["mode"] = mode;
+  params["model"] = o.model;
+  params["hidden"] = o.hidden;
+  params["fanouts"] = o.fanouts;
+  params["batch_size"] = o.batch_size;
+  params["epoch_s"] = epochs;
+  params["timed_epochs"] = b.args.epochs;
+  params["bound_batches"] = num_batches;
+  return params;
+}
+
 void rgcn_epoch_standalone(Bench& b) {
   HeteroNodeClassificationOptions o;
   o.target_ntype = "paper";
@@ -444,15 +460,8 @@ void rgcn_epoch_standalone(Bench& b) {
   });
   b.rep.note("rgcn standalone: " + std::to_string(o.epochs) + " epochs, whole run " +
              std::to_string(clock.seconds()) + " s, test " + std::to_string(res.test));
-  nlohmann::json params = b.params;
-  params["mode"] = "standalone (StandaloneCluster, 2 METIS parts, in-process)";
-  params["model"] = o.model;
-  params["hidden"] = o.hidden;
-  params["fanouts"] = o.fanouts;
-  params["batch_size"] = o.batch_size;
-  params["epoch_s"] = epochs;
-  params["timed_epochs"] = b.args.epochs;
-  params["bound_batches"] = num_batches;
+  nlohmann::json params = epoch_params(b, o, epochs, num_batches,
+                                       "standalone (StandaloneCluster, 2 METIS parts, in-process)");
   params["last_epoch"] = last;
   params["test_accuracy"] = res.test;
   params["torch_threads"] = torch::get_num_threads();
@@ -513,15 +522,9 @@ void rgcn_epoch_dist(Bench& b) {
                              ", " + std::to_string(epochs.size()) + " epoch lines)");
   b.rep.note("rgcn dist: whole command " + std::to_string(clock.seconds()) + " s; result " +
              result.dump());
-  nlohmann::json params = b.params;
-  params["mode"] = "distributed (distgraph-train, 2 loopback machines x (1 server + 1 trainer))";
-  params["model"] = o.model;
-  params["hidden"] = o.hidden;
-  params["fanouts"] = o.fanouts;
-  params["batch_size"] = o.batch_size;
-  params["epoch_s"] = epochs;
-  params["timed_epochs"] = b.args.epochs;
-  params["bound_batches"] = num_batches;
+  nlohmann::json params =
+      epoch_params(b, o, epochs, num_batches,
+                   "distributed (distgraph-train, 2 loopback machines x (1 server + 1 trainer))");
   params["result"] = result;
   b.rep.add(Figure{.figure = "rgcn_epoch_dist",
                    .value = mean_epoch(epochs),

@@ -20,6 +20,7 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/sampling/per_relation_sampler.hpp"
+#include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
@@ -38,16 +39,7 @@ struct HeteroFixture {
   std::vector<std::int32_t> part_of;     // global ID -> owning partition
 
   HeteroFixture() {
-    HsbmOptions o;
-    o.num_papers = 300;
-    o.num_authors = 120;
-    o.num_venues = 8;
-    o.num_classes = 4;
-    o.paper_feat_dim = 5;
-    o.author_feat_dim = 3;
-    o.avg_citations = 3;
-    o.seed = 11;
-    data = hsbm_dataset(o);
+    data = test::small_hsbm();
     partition_hetero_dataset(data, "h", 2, tmp.path(), {.method = PartMethod::metis, .seed = 2});
     config = tmp / "h.json";
     const auto n = static_cast<std::size_t>(data.num_nodes());

@@ -9,25 +9,14 @@
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
+#include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
+using distgraph::test::small_hsbm;
 using distgraph::test::TempDir;
 
 namespace {
-
-HeteroDataset small_hsbm() {
-  HsbmOptions o;
-  o.num_papers = 300;
-  o.num_authors = 120;
-  o.num_venues = 8;
-  o.num_classes = 4;
-  o.paper_feat_dim = 5;
-  o.author_feat_dim = 3;
-  o.avg_citations = 3;
-  o.seed = 11;
-  return hsbm_dataset(o);
-}
 
 /// (node type, type-wise ID) of input node `v` of `d`.
 std::pair<std::int32_t, std::int64_t> input_type_of(const HeteroDataset& d, std::int64_t v) {

@@ -69,18 +69,15 @@ struct HeteroNodeClassificationOptions {
 namespace detail {
 
 /// Global IDs of the target type whose typed boolean data `name` is true (absent: none).
-template <class Graph>
-std::vector<std::int64_t> typed_masked_nodes(const Graph& g,
-                                             const typename Graph::TypeView& nodes,
-                                             const std::string& name) {
+template <class TypeView>
+std::vector<std::int64_t> typed_masked_nodes(const TypeView& nodes, const std::string& name) {
   std::vector<std::int64_t> out;
-  std::optional<typename Graph::template tensor_type<bool>> mask;
+  std::optional<decltype(nodes.template data<bool>(name))> mask;
   try {
     mask = nodes.template data<bool>(name);
   } catch (const NotFound&) {
     return out;
   }
-  (void)g;
   const std::int64_t n = nodes.count();
   constexpr std::int64_t chunk = 1 << 20;
   std::vector<std::int64_t> wise;
@@ -179,19 +176,7 @@ template <TrainingGraph Graph>
 NodeClassificationResult train_hetero_node_classification(
     const Graph& g, const HeteroNodeClassificationOptions& o, const TrainerGroups& groups = {},
     const EpochCallback& on_epoch = {}) {
-  {
-    NodeClassificationOptions plain;
-    plain.epochs = o.epochs;
-    plain.hidden = o.hidden;
-    plain.fanouts = o.fanouts;
-    plain.batch_size = o.batch_size;
-    plain.lr = o.lr;
-    plain.weight_decay = o.weight_decay;
-    plain.dropout = o.dropout;
-    plain.input_dropout = o.input_dropout;
-    plain.eval_batch_size = o.eval_batch_size;
-    detail::check_options(plain);
-  }
+  detail::check_options(o);
   if (o.target_ntype.empty())
     throw InvalidArgument("train: no target node type; expected --target-ntype or a dataset "
                           "that names one");
@@ -200,9 +185,9 @@ NodeClassificationResult train_hetero_node_classification(
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
   const auto target = g.nodes(o.target_ntype);
-  const auto train_all = detail::typed_masked_nodes(g, target, o.train_mask);
-  const auto val_all = detail::typed_masked_nodes(g, target, o.val_mask);
-  const auto test_all = detail::typed_masked_nodes(g, target, o.test_mask);
+  const auto train_all = detail::typed_masked_nodes(target, o.train_mask);
+  const auto val_all = detail::typed_masked_nodes(target, o.val_mask);
+  const auto test_all = detail::typed_masked_nodes(target, o.test_mask);
   if (train_all.empty())
     throw InvalidArgument("train: node data '" + o.target_ntype + "/" + o.train_mask +
                           "' marks no training node");
@@ -420,12 +405,7 @@ NodeClassificationResult train_hetero_node_classification(
   res.extra = {{"test_macro_f1", f1.macro_f1(trainer.group(), trainer.collective_timeout())},
                {"model", o.model},
                {"target_ntype", o.target_ntype}};
-  struct Plain {
-    std::int64_t epochs;
-    std::uint64_t seed;
-    std::filesystem::path out;
-  } plain{o.epochs, o.seed, o.out};
-  detail::finish_result(res, g, plain, 0, epoch_s_sum, rank, world);
+  detail::finish_result(res, g, o, 0, epoch_s_sum, rank, world);
   return res;
 }
 

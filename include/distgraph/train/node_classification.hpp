@@ -342,7 +342,10 @@ void finish_result(NodeClassificationResult& res, const Graph& g, const Options&
   if (rank == 0 && !o.out.empty()) write_result(o.out, result_json(res));
 }
 
-inline void check_options(const NodeClassificationOptions& o) {
+/// Throws InvalidArgument for a recipe outside its ranges: any recipe with the fields
+/// node classification shares (this one's, or HeteroNodeClassificationOptions).
+template <class Options>
+void check_options(const Options& o) {
   const auto positive = [](std::int64_t v, const char* what) {
     if (v < 1)
       throw InvalidArgument(std::string("train: ") + what + " " + std::to_string(v) +
