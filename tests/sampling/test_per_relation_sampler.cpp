@@ -284,6 +284,42 @@ TEST_CASE("per-relation sampler rejects rows not grouped by type and mismatched 
   CHECK_THROWS_AS(
       sample_neighbors_local(in_edges_view(other), std::vector<std::int64_t>{0}, -1, {}, s),
       ShapeError);
+  // Same edges, other rows: the per-row relation offsets no longer fit.
+  const std::vector<std::int64_t> one_row{0, g.num_edges()};
+  LocalGraphView squashed = t.view();
+  squashed.indptr = one_row;
+  CHECK_THROWS_WITH(s.validate(squashed), Catch::Contains("relation segments"));
+}
+
+TEST_CASE("relation segments hold each row's relation offsets, empty relations included",
+          "[sampling]") {
+  const Hub h;
+  const TypedInEdges t = group_in_edges_by_type(typed_hub(h), 1);
+  const LocalGraphView v = t.view();
+  const auto seg = detail::relation_segments(v, t.edge_types.span(), 3);
+  REQUIRE(seg.error.empty());
+  REQUIRE(seg.starts.size() == static_cast<std::size_t>(v.num_rows()) * 4);
+  // The hub (paper 0): writes, cites, reviews in that order.
+  const std::int64_t b = v.row_begin(0);
+  CHECK(std::vector<std::int64_t>(seg.starts.begin(), seg.starts.begin() + 4) ==
+        std::vector<std::int64_t>{b, b + h.writes, b + h.writes + h.cites,
+                                  b + h.writes + h.cites + h.reviews});
+  // Every row: offsets ascend from its begin to its end, and each segment holds its type.
+  for (std::int64_t r = 0; r < v.num_rows(); ++r) {
+    const auto* row = seg.starts.data() + r * 4;
+    CHECK(row[0] == v.row_begin(r));
+    CHECK(row[3] == v.row_begin(r) + v.degree(r));
+    for (std::int32_t ty = 0; ty < 3; ++ty) {
+      CHECK(row[ty] <= row[ty + 1]);
+      for (auto i = row[ty]; i < row[ty + 1]; ++i) CHECK(t.edge_types[static_cast<std::size_t>(i)] == ty);
+    }
+  }
+  // A fault leaves no offsets and names the row.
+  std::vector<std::int32_t> bad(t.edge_types.span().begin(), t.edge_types.span().end());
+  std::reverse(bad.begin() + v.row_begin(0), bad.begin() + v.row_begin(0) + v.degree(0));
+  const auto broken = detail::relation_segments(v, bad, 3);
+  CHECK(broken.starts.empty());
+  CHECK_THAT(broken.error, Catch::Contains("row 0") && Catch::Contains("ascending"));
 }
 
 TEST_CASE("per-relation sampler rebuilt at a site picks what the local one picks", "[sampling]") {
