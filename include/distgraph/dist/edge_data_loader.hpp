@@ -2,17 +2,19 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
+#include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
@@ -39,6 +41,12 @@ struct EdgeLoaderOptions {
   /// -1 for an edge without one), e.g. edge i + m/2 for edge i of a graph whose second
   /// half reverses the first.
   std::vector<std::int64_t> reverse_eids{};
+  /// The edge type every seed edge has, canonical ("author:writes:paper") or a relation
+  /// name unique in the graph ("writes"); "" = untyped. When set, a negative's destination
+  /// is uniform over the nodes of that type's destination node type (DGL's per-etype
+  /// Uniform): a pair the relation could hold, never an author scored as a paper. Needs a
+  /// graph with type views (DistGraph).
+  std::string edge_type{};
 };
 
 /// One link-prediction mini-batch. Endpoints are positions in `output_nodes`, the
@@ -56,6 +64,11 @@ struct EdgeBatch {
   std::vector<Block> blocks;               ///< input layer first
   std::vector<float> features;             ///< input_nodes.size() x feat_dim, row-major
   std::int64_t feat_dim = 0;               ///< 0 when the loader fetches no features
+  /// Typed graphs whose feature is typed data ("<ntype>/<feature>"), as in NodeBatch: the
+  /// node type of each input node, and per node type among them that has the feature, its
+  /// rows. `features` stays empty then (widths differ per type).
+  std::vector<std::int32_t> input_types;
+  std::vector<TypedRows> typed_features;
   BatchTimings timings;
 };
 
@@ -64,12 +77,27 @@ namespace detail {
 /// What an EdgeDataLoader's batches are made from (read-only, shared with its threads).
 template <class Graph>
 struct EdgeLoaderState {
-  using feat_tensor = typename Graph::template tensor_type<float>;
   Graph graph;
   std::vector<std::int64_t> ids, fanouts;  ///< ids: the seed edges
   LoaderOptions options;
   EdgeLoaderOptions edge_options;
-  std::optional<feat_tensor> feat;
+  LoaderFeatures<Graph> feat;
+  /// With edge_options.edge_type: the node type negatives are drawn from (its
+  /// destination type) and its node count; "" = all nodes.
+  std::string neg_ntype;
+  std::int64_t neg_count = 0;
+};
+
+/// What a typed EdgeDataLoader needs beyond EdgeLoaderGraph: edge type names and
+/// resolution, each edge's type, and node type views to draw negatives in.
+template <class G>
+concept TypedEdgeLoaderGraph = requires(const G& g, std::string_view name,
+                                        std::span<const std::int64_t> ids) {
+  { g.etypes()[0] } -> std::convertible_to<std::string>;
+  g.edge_type(name).value;
+  g.edge_types_of(ids);
+  { g.nodes(name).count() } -> std::convertible_to<std::int64_t>;
+  g.nodes(name).to_global(ids);
 };
 
 }  // namespace detail
@@ -85,6 +113,12 @@ struct EdgeLoaderState {
 /// `fanout` edges) and pulls the input features. `options.label` is not used. Prefetch,
 /// determinism, threads and errors as NodeDataLoader (see detail::LoaderBase). Not
 /// thread-safe; movable.
+///
+/// On a typed graph, `edge_options.edge_type` picks one canonical edge type (DGL's
+/// `{etype: eids}` with one etype): the seeds must all be of it, and each negative's
+/// destination is drawn type-wise from the same stream, uniform over the edge type's
+/// destination node type, then made a global ID. Blocks span every relation; a typed
+/// feature arrives per node type, as in NodeBatch.
 template <EdgeLoaderGraph Graph>
 class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>, EdgeBatch> {
   using State = detail::EdgeLoaderState<Graph>;
@@ -96,8 +130,10 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
   /// Validates everything up front. `train_eids`: this trainer's seed edges (global IDs;
   /// e.g. from edge_split). Throws InvalidArgument for an empty seed set, batch_size or
   /// prefetch_depth < 1, bad fanouts, num_negatives < 0, reverse_eids of the wrong length
-  /// or given without self_and_reverse; IdOutOfRange for a seed edge outside the graph or
-  /// a reverse ID outside [-1, num_edges); NotFound / DTypeError for the feature tensor.
+  /// or given without self_and_reverse, an unknown or ambiguous edge_type, a seed edge of
+  /// another type, or an edge_type on a graph without types; IdOutOfRange for a seed edge
+  /// outside the graph or a reverse ID outside [-1, num_edges); NotFound / DTypeError for
+  /// the feature (untyped, else "<ntype>/<feature>" of at least one node type).
   EdgeDataLoader(Graph graph, std::span<const std::int64_t> train_eids,
                  std::vector<std::int64_t> fanouts, LoaderOptions options = {},
                  EdgeLoaderOptions edge_options = {})
@@ -133,14 +169,49 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
                             "expected them only to exclude reverse edges");
     for (const std::int64_t r : edge_options.reverse_eids)
       if (r < -1 || r >= m) throw IdOutOfRange(who + " reverse_eids entry", r, -1, m);
-    std::optional<typename State::feat_tensor> feat;
-    if (!options.feature.empty()) feat = graph.template ndata<float>(options.feature);
+    std::string neg_ntype;
+    std::int64_t neg_count = 0;
+    if (!edge_options.edge_type.empty()) {
+      if constexpr (detail::TypedEdgeLoaderGraph<Graph>) {
+        neg_ntype = check_edge_type(graph, train_eids, edge_options.edge_type, who);
+        neg_count = graph.nodes(neg_ntype).count();
+      } else {
+        throw InvalidArgument(who + ": edge_type '" + edge_options.edge_type +
+                              "' on a graph without types; expected a graph with etypes(), "
+                              "edge_types_of and nodes(ntype) (a DistGraph)");
+      }
+    }
+    auto feat = detail::LoaderFeatures<Graph>::open(graph, options.feature);
     return std::make_shared<const State>(State{std::move(graph),
                                                {train_eids.begin(), train_eids.end()},
                                                std::move(fanouts),
                                                std::move(options),
                                                std::move(edge_options),
-                                               std::move(feat)});
+                                               std::move(feat),
+                                               std::move(neg_ntype),
+                                               neg_count});
+  }
+
+  /// Resolves `etype` through the graph (its errors, prefixed with `who`), checks that
+  /// every seed edge has that type, and returns the type's destination node type.
+  static std::string check_edge_type(
+      const Graph& graph, std::span<const std::int64_t> eids, const std::string& etype,
+      const std::string& who) requires detail::TypedEdgeLoaderGraph<Graph> {
+    std::int32_t t = 0;
+    try {
+      t = graph.edge_type(etype).value;
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(who + ": " + e.what());
+    }
+    const std::string canonical = graph.etypes()[static_cast<std::size_t>(t)];
+    const auto types = graph.edge_types_of(eids);
+    for (std::size_t i = 0; i < eids.size(); ++i)
+      if (types[i] != t)
+        throw InvalidArgument(who + ": train edge " + std::to_string(eids[i]) + " has edge type '" +
+                              std::string(graph.etypes()[static_cast<std::size_t>(types[i])]) +
+                              "'; expected '" + canonical + "' (edge_type '" + etype + "')");
+    // Canonical names are "src:etype:dst" (DistGraph::edge_type).
+    return canonical.substr(canonical.rfind(':') + 1);
   }
 
   static EdgeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
@@ -166,17 +237,26 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
       out.pos_src[i] = position(ends.src[i]);
       out.pos_dst[i] = position(ends.dst[i]);
     }
-    out.neg_src.resize(seeds.size() * k);
-    out.neg_dst.resize(seeds.size() * k);
-    const auto n = static_cast<std::uint64_t>(s.graph.num_nodes());
+    // Negative destinations: uniform over all nodes, or type-wise over the edge type's
+    // destination type and then made global in one batch-shaped call.
+    const bool typed = !s.neg_ntype.empty();
+    const auto n = static_cast<std::uint64_t>(typed ? s.neg_count : s.graph.num_nodes());
     const std::uint64_t neg_hash = hash_key(key.at_layer(-1));
+    std::vector<std::int64_t> drawn(seeds.size() * k);
     for (std::size_t i = 0; i < seeds.size(); ++i) {
       SampleRng rng(neg_hash, static_cast<std::int64_t>(i));
+      for (std::size_t j = 0; j < k; ++j)
+        drawn[i * k + j] = static_cast<std::int64_t>(rng.below(n));
+    }
+    if constexpr (detail::TypedEdgeLoaderGraph<Graph>)
+      if (typed && !drawn.empty()) drawn = s.graph.nodes(s.neg_ntype).to_global(drawn);
+    out.neg_src.resize(seeds.size() * k);
+    out.neg_dst.resize(seeds.size() * k);
+    for (std::size_t i = 0; i < seeds.size(); ++i)
       for (std::size_t j = 0; j < k; ++j) {
         out.neg_src[i * k + j] = out.pos_src[i];
-        out.neg_dst[i * k + j] = position(static_cast<std::int64_t>(rng.below(n)));
+        out.neg_dst[i * k + j] = position(drawn[i * k + j]);
       }
-    }
 
     // Excluded edge IDs, looked up per sampled edge of every layer.
     detail::IdHashMap excluded;
@@ -202,7 +282,7 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
         });
     out.timings.sample_s = clock.seconds();
     clock.reset();
-    detail::pull_features(s.feat, mb.input_nodes, out.features, out.feat_dim);
+    s.feat.pull(s.graph, mb.input_nodes, out);
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);
     out.blocks = std::move(mb.blocks);

@@ -1,4 +1,4 @@
-// LoaderOptions and BatchTimings: what the node and edge data loaders share.
+// LoaderOptions, BatchTimings and TypedRows: what the node and edge data loaders share.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,14 @@ struct BatchTimings {
   double sample_s = 0;  ///< sampling the blocks (and, for edges, find_edges and negatives)
   double fetch_s = 0;   ///< pulling features and labels
   double wait_s = 0;    ///< the consumer blocked in next() for it (0 when it was ready)
+};
+
+/// Rows of one node type's typed data for some of a batch's input nodes.
+struct TypedRows {
+  std::int32_t ntype = 0;
+  std::vector<std::int64_t> positions;  ///< indices into the batch's input_nodes
+  std::vector<float> rows;              ///< positions.size() x cols, row-major
+  std::int64_t cols = 0;
 };
 
 /// The seed order of epoch `epoch` for trainer `rank`: `ids` as given without `shuffle`,

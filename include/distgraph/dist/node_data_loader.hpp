@@ -14,6 +14,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
+#include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
@@ -21,14 +22,6 @@
 #include "distgraph/sampling/rng.hpp"
 
 namespace distgraph {
-
-/// Rows of one node type's typed data for some of a batch's input nodes.
-struct TypedRows {
-  std::int32_t ntype = 0;
-  std::vector<std::int64_t> positions;  ///< indices into the batch's input_nodes
-  std::vector<float> rows;              ///< positions.size() x cols, row-major
-  std::int64_t cols = 0;
-};
 
 /// One mini-batch of a NodeDataLoader (DGL's `input_nodes, output_nodes, blocks`, plus
 /// what the model reads).
@@ -54,14 +47,12 @@ namespace detail {
 /// What a NodeDataLoader's batches are made from (read-only, shared with its threads).
 template <class Graph>
 struct NodeLoaderState {
-  using feat_tensor = typename Graph::template tensor_type<float>;
   using label_tensor = typename Graph::template tensor_type<std::int64_t>;
   Graph graph;
   std::vector<std::int64_t> ids, fanouts;  ///< ids: the seed nodes
   LoaderOptions options;
-  std::optional<feat_tensor> feat;
+  LoaderFeatures<Graph> feat;
   std::optional<label_tensor> label;
-  std::vector<std::optional<feat_tensor>> typed_feat;  ///< per node type; empty: untyped
 };
 
 }  // namespace detail
@@ -127,31 +118,8 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
       throw InvalidArgument(who + ": train node " + std::to_string(*it) +
                             " listed twice; expected distinct seeds (a block has one "
                             "destination per node)");
-    std::optional<typename State::feat_tensor> feat;
+    auto feat = detail::LoaderFeatures<Graph>::open(graph, options.feature);
     std::optional<typename State::label_tensor> label;
-    std::vector<std::optional<typename State::feat_tensor>> typed_feat;
-    if (!options.feature.empty()) {
-      try {
-        feat = graph.template ndata<float>(options.feature);
-      } catch (const NotFound&) {
-        // A typed graph keeps features per node type ("<ntype>/feat", widths differ);
-        // types without them (featureless) are the model's to embed.
-        if constexpr (requires { graph.nodes(std::string_view{}); }) {
-          bool any = false;
-          for (const auto& nt : graph.ntypes()) {
-            auto& slot = typed_feat.emplace_back();
-            try {
-              slot = graph.nodes(nt).template data<float>(options.feature);
-              any = true;
-            } catch (const NotFound&) {
-            }
-          }
-          if (!any) throw;
-        } else {
-          throw;
-        }
-      }
-    }
     detail::check_layer_samplers(options, fanouts.size(), who);
     if (!options.label.empty()) {
       label = graph.template ndata<std::int64_t>(options.label);
@@ -164,31 +132,7 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
                                                std::move(fanouts),
                                                std::move(options),
                                                std::move(feat),
-                                               std::move(label),
-                                               std::move(typed_feat)});
-  }
-
-  /// Each input node's type, and the typed feature rows of each type that has them.
-  static void pull_typed(const State& s, std::span<const std::int64_t> nodes, NodeBatch& out) {
-    if constexpr (requires { s.graph.node_types_of(nodes); }) {
-      out.input_types = s.graph.node_types_of(nodes);
-      std::vector<std::vector<std::int64_t>> by_type(s.typed_feat.size());
-      for (std::size_t i = 0; i < nodes.size(); ++i)
-        by_type[static_cast<std::size_t>(out.input_types[i])].push_back(static_cast<std::int64_t>(i));
-      for (std::size_t t = 0; t < by_type.size(); ++t) {
-        if (by_type[t].empty() || !s.typed_feat[t]) continue;
-        TypedRows r;
-        r.ntype = static_cast<std::int32_t>(t);
-        r.cols = s.typed_feat[t]->num_cols();
-        std::vector<std::int64_t> ids(by_type[t].size());
-        for (std::size_t i = 0; i < ids.size(); ++i)
-          ids[i] = nodes[static_cast<std::size_t>(by_type[t][i])];
-        r.rows.resize(ids.size() * static_cast<std::size_t>(r.cols));
-        s.typed_feat[t]->pull(ids, r.rows);
-        r.positions = std::move(by_type[t]);
-        out.typed_features.push_back(std::move(r));
-      }
-    }
+                                               std::move(label)});
   }
 
   static NodeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
@@ -203,8 +147,7 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
         });
     out.timings.sample_s = clock.seconds();
     clock.reset();
-    detail::pull_features(s.feat, mb.input_nodes, out.features, out.feat_dim);
-    if (!s.typed_feat.empty()) pull_typed(s, mb.input_nodes, out);
+    s.feat.pull(s.graph, mb.input_nodes, out);
     if (s.label) out.labels = s.label->pull(mb.output_nodes);
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);

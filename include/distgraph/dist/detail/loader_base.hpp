@@ -97,15 +97,4 @@ class LoaderBase {
   std::unique_ptr<Prefetcher<Batch>> prefetcher_;
 };
 
-/// Pulls rows `nodes` of float tensor `feat` (when present) into `out` as a
-/// nodes.size() x dim block and sets `dim`.
-template <class Tensor>
-void pull_features(const std::optional<Tensor>& feat, std::span<const std::int64_t> nodes,
-                   std::vector<float>& out, std::int64_t& dim) {
-  if (!feat) return;
-  dim = feat->num_cols();
-  out.resize(nodes.size() * static_cast<std::size_t>(dim));
-  feat->pull(nodes, out);
-}
-
 }  // namespace distgraph::detail
