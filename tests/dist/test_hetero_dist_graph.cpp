@@ -20,6 +20,7 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/sampling/per_relation_sampler.hpp"
+#include "support/one_type_hetero.hpp"
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
@@ -325,19 +326,7 @@ TEST_CASE("a graph of one node type and one edge type partitions and samples as 
   o.feat_dim = 4;
   o.seed = 6;
   const Dataset d = sbm_dataset(o);
-  HeteroDataset h;
-  h.name = "one";
-  h.types = TypeMap({"node"}, {d.num_nodes}, {{"node", "link", "node"}}, {d.num_edges()});
-  h.src = {d.src};
-  h.dst = {d.dst};
-  h.feat = {d.feat};
-  h.feat_dim = {d.feat_dim};
-  h.target_ntype = "node";
-  h.label = d.label;
-  h.num_classes = d.num_classes;
-  h.train_mask = d.train_mask;
-  h.val_mask = d.val_mask;
-  h.test_mask = d.test_mask;
+  const HeteroDataset h = distgraph::test::one_type_hetero(d);
 
   TempDir homo_dir, hetero_dir;
   const PartitionOptions popts{.method = PartMethod::metis, .seed = 2};

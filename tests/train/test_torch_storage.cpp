@@ -1,10 +1,10 @@
 // TorchStorage: the Storage contract over torch tensors, and the tensors it exposes.
-#include <catch2/catch.hpp>
+// libtorch first: c10's logging defines a CHECK macro that Catch's must replace.
+#include "distgraph/train/torch_storage.hpp"
 
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
-
-#include "distgraph/train/torch_storage.hpp"
 
 using namespace distgraph;
 

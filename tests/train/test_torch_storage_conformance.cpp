@@ -1,6 +1,8 @@
 // The Storage contract (tests/conformance/storage_conformance.hpp) run over TorchStorage.
-#include "conformance/storage_conformance.hpp"
+// libtorch first: c10's logging defines a CHECK macro that Catch's must replace.
 #include "distgraph/train/torch_storage.hpp"
+
+#include "conformance/storage_conformance.hpp"
 
 using distgraph::TorchStorage;
 
