@@ -20,6 +20,7 @@
 #include "distgraph/dist/dist_embedding.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
+#include "distgraph/partition/typed_data.hpp"
 #include "distgraph/sampling/per_relation_sampler.hpp"
 #include "distgraph/sampling/relation_fanouts.hpp"
 #include "distgraph/train/hetero_block_tensors.hpp"

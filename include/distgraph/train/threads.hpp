@@ -2,7 +2,7 @@
 #pragma once
 
 #include <dlfcn.h>
-#include <torch/types.h>
+#include <torch/utils.h>
 
 namespace distgraph {
 
