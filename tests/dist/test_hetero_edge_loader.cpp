@@ -64,19 +64,6 @@ std::vector<std::int64_t> negative_nodes(const EdgeBatch& b) {
   return out;
 }
 
-/// same_batch, and the typed features too.
-bool same_typed_batch(const EdgeBatch& a, const EdgeBatch& b) {
-  if (!test::same_batch(a, b) || a.input_types != b.input_types ||
-      a.typed_features.size() != b.typed_features.size())
-    return false;
-  for (std::size_t i = 0; i < a.typed_features.size(); ++i) {
-    const TypedRows &x = a.typed_features[i], &y = b.typed_features[i];
-    if (x.ntype != y.ntype || x.positions != y.positions || x.rows != y.rows || x.cols != y.cols)
-      return false;
-  }
-  return true;
-}
-
 /// Two node types and one relation name in both directions, a:r:b and b:r:a: "r" alone is
 /// ambiguous.
 HeteroDataset two_way_dataset() {
@@ -221,7 +208,7 @@ TEST_CASE("a typed edge loader's batches depend on the edge type, not on its spe
     INFO(etype << ", " << threads << " prefetch threads");
     const auto other = run(etype, threads, 3);
     REQUIRE(other.size() == base.size());
-    for (std::size_t i = 0; i < base.size(); ++i) REQUIRE(same_typed_batch(base[i], other[i]));
+    for (std::size_t i = 0; i < base.size(); ++i) REQUIRE(test::same_batch(base[i], other[i]));
   }
   // Another seed draws other negatives.
   const auto reseeded = run("writes", 0, 4);
