@@ -28,6 +28,16 @@
 //                           Bound: the in-memory ceiling for the same seed batches, one
 //                           thread: MultiLayerNeighborSampler on the whole graph's CSC plus a
 //                           memcpy gather of the input rows from a heap array.
+//   labor_input_nodes_ratio  LaborSampler's distinct input nodes over UniformSampler's for
+//                           the same two-layer [10, 25] MultiLayerNeighborSampler batches
+//                           on the whole graph (L batches of N seeds, the first L seed
+//                           batches with repeats dropped, each batch its own key), mean
+//                           input nodes per batch. Lower is better (Kind::time: ratio =
+//                           bound / value, the factor by which LABOR fetches fewer rows).
+//                           Bound: 1.0, uniform sampling itself, measured in this run as
+//                           the denominator. params: both samplers' input nodes, block
+//                           edges and sampling seconds per batch (one thread; LABOR reads
+//                           whole rows, O(degree), where uniform draws O(fanout)).
 // To add a figure: write `void name(Bench&)` that calls bench.rep.add(...) and append it
 // to `figures` in main(); `--figure name` runs only that one.
 #include <unistd.h>
@@ -53,6 +63,7 @@
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/partition/partition_graph.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
 #include "distgraph/sampling/sample_local.hpp"
@@ -156,6 +167,67 @@ void sample_neighbors_local_figure(Bench& bench) {
                  std::to_string(s) + " s; bound loop " + std::to_string(reads) + " reads in " +
                  std::to_string(bound_s) + " s (checksum " + std::to_string(checksum % 1000) + ")" +
                  (sampled == reads ? "" : " (edge count mismatch!)"));
+}
+
+/// Mean input nodes, block edges and sampling seconds per batch of a two-layer sampler.
+struct BlockTotals {
+  double input_nodes = 0, block_edges = 0, sample_s = 0;
+};
+
+template <class S>
+BlockTotals block_totals(const Bench& bench, const std::vector<std::vector<std::int64_t>>& batches,
+                         const std::vector<std::int64_t>& fanouts) {
+  const auto view = distgraph::in_edges_view(bench.graph);
+  const distgraph::MultiLayerNeighborSampler<S> sampler(fanouts, S{}, {.num_threads = 1});
+  BlockTotals t;
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    distgraph::Stopwatch clock;
+    const distgraph::MiniBatch mb =
+        sampler.sample_blocks(view, batches[b], {.seed = 1, .batch = static_cast<std::int64_t>(b)});
+    t.sample_s += clock.seconds();
+    t.input_nodes += static_cast<double>(mb.input_nodes.size());
+    for (const auto& blk : mb.blocks) t.block_edges += static_cast<double>(blk.num_edges());
+  }
+  const auto n = static_cast<double>(batches.size());
+  return {t.input_nodes / n, t.block_edges / n, t.sample_s / n};
+}
+
+void labor_input_nodes_ratio(Bench& bench) {
+  const std::vector<std::int64_t> fanouts{10, 25};  // the loader figures' fanouts
+  std::vector<std::vector<std::int64_t>> batches;
+  const std::int64_t count = std::min(bench.args.loader_batches, bench.args.batches);
+  for (std::int64_t b = 0; b < count; ++b) {
+    const auto seeds = bench.batch(b);
+    std::vector<std::int64_t> batch(seeds.begin(), seeds.end());
+    std::sort(batch.begin(), batch.end());  // blocks need distinct seeds
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    batches.push_back(std::move(batch));
+  }
+  const BlockTotals labor = block_totals<distgraph::LaborSampler>(bench, batches, fanouts);
+  const BlockTotals uniform = block_totals<distgraph::UniformSampler>(bench, batches, fanouts);
+  nlohmann::json params = bench.params;
+  params["fanouts"] = fanouts;
+  params["sampled_batches"] = count;
+  params["threads"] = 1;
+  params["labor_input_nodes"] = labor.input_nodes;
+  params["uniform_input_nodes"] = uniform.input_nodes;
+  params["labor_block_edges"] = labor.block_edges;
+  params["uniform_block_edges"] = uniform.block_edges;
+  params["labor_sample_s"] = labor.sample_s;
+  params["uniform_sample_s"] = uniform.sample_s;
+  bench.rep.add(Figure{.figure = "labor_input_nodes_ratio",
+                       .value = labor.input_nodes / uniform.input_nodes,
+                       .unit = "ratio",
+                       .bound = 1.0,
+                       .bound_name = "uniform_sampler",
+                       .kind = distgraph::bench::Kind::time,
+                       .params = params});
+  bench.rep.note("labor_input_nodes_ratio: input nodes per batch labor " +
+                 std::to_string(labor.input_nodes) + ", uniform " +
+                 std::to_string(uniform.input_nodes) + "; block edges labor " +
+                 std::to_string(labor.block_edges) + ", uniform " +
+                 std::to_string(uniform.block_edges) + "; sampling s per batch labor " +
+                 std::to_string(labor.sample_s) + ", uniform " + std::to_string(uniform.sample_s));
 }
 
 // --- data loader figures -----------------------------------------------------------------
@@ -406,6 +478,7 @@ int main(int argc, char** argv) {
   const Args& args = bench.args;
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
       {"sample_neighbors_local", sample_neighbors_local_figure},
+      {"labor_input_nodes_ratio", labor_input_nodes_ratio},
       {"loader_standalone_t1", loader_standalone_t1},
       {"loader_standalone_t2", loader_standalone_t2},
       {"loader_dist_t1", loader_dist_t1},
@@ -446,6 +519,9 @@ int main(int argc, char** argv) {
                       std::to_string(args.loader_batches) + " batches x best of " +
                       std::to_string(args.loader_epochs) + " epochs, 2 random parts"},
        {"loader_bound", "in-memory MultiLayerNeighborSampler + memcpy gather, 1 thread"},
+       {"labor", "LaborSampler / UniformSampler input nodes, [10, 25], " +
+                     std::to_string(std::min(args.loader_batches, args.batches)) +
+                     " batches, whole graph; bound 1.0 (uniform)"},
        {"build_seconds", std::to_string(build_s)}});
   bench.params = {
       {"scale", args.scale},          {"edge_factor", args.edge_factor}, {"n", n},

@@ -59,6 +59,7 @@
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/frontier.hpp"
 #include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
 #include "distgraph/sampling/partition_view.hpp"

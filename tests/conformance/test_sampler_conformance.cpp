@@ -4,6 +4,7 @@
 
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/uniform_replace_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/sampling/weighted_sampler.hpp"
@@ -37,7 +38,8 @@ Picks sample(const auto& s, const LocalGraphView& g, std::span<const std::int64_
 }  // namespace
 
 TEMPLATE_TEST_CASE("samplers satisfy the shared contract on one graph", "[conformance][sampling]",
-                   UniformSampler, UniformReplaceSampler, WeightedSampler, FullNeighborSampler) {
+                   UniformSampler, UniformReplaceSampler, WeightedSampler, FullNeighborSampler,
+                   LaborSampler) {
   static_assert(Sampler<TestType>);
   const Graph graph = test::small_rmat(9, 8, 12);
   const LocalGraphView g = in_edges_view(graph);

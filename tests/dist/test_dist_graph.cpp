@@ -4,10 +4,13 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "distgraph/dist/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
+#include "distgraph/sampling/sample_local.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
@@ -20,7 +23,8 @@ struct Fixture {
   Graph graph;
   std::filesystem::path config;
   std::vector<std::int64_t> orig_of, global_of;  // node ID maps
-  explicit Fixture(int halo_hops = 1) {
+  int parts = 3;
+  explicit Fixture(int halo_hops = 1, int num_parts = 3) : parts(num_parts) {
     SbmOptions o;
     o.num_nodes = 800;
     o.num_classes = 4;
@@ -29,12 +33,12 @@ struct Fixture {
     o.seed = 8;
     data = sbm_dataset(o);
     graph = dataset_graph(data);
-    partition_dataset(data, "g", 3, tmp.path(),
+    partition_dataset(data, "g", parts, tmp.path(),
                       {.method = PartMethod::metis, .halo_hops = halo_hops, .seed = 2});
     config = tmp / "g.json";
     orig_of.assign(static_cast<std::size_t>(data.num_nodes), -1);
     global_of.assign(orig_of.size(), -1);
-    for (int p = 0; p < 3; ++p) {
+    for (int p = 0; p < parts; ++p) {
       const Partition part = load_partition(config, p);
       for (std::int64_t v = 0; v < part.num_inner_nodes; ++v) {
         const auto g = part.nid[static_cast<std::size_t>(v)],
@@ -118,6 +122,45 @@ TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and 
   CHECK_THROWS_AS(g.sample_neighbors(std::vector<std::int64_t>{-1}, 2, key), IdOutOfRange);
 }
 
+TEST_CASE("labor sampling through the servers picks what it picks on the whole graph", "[dist]") {
+  // LABOR's picks depend on the key, the neighbours' global IDs and fanout / degree only,
+  // so two partitions served apart pick exactly the edges of the unpartitioned graph
+  // viewed under the same global IDs.
+  Fixture f(1, 2);
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  std::vector<std::int64_t> global_eid(static_cast<std::size_t>(f.graph.num_edges()), -1);
+  for (int p = 0; p < f.parts; ++p) {
+    const Partition part = load_partition(f.config, p);
+    for (std::size_t i = 0; i < part.eid.size(); ++i)
+      global_eid[static_cast<std::size_t>(part.orig_eid[i])] = part.eid[i];
+  }
+  std::vector<std::int64_t> whole_eid(f.graph.in.edge_ids.span().begin(),
+                                      f.graph.in.edge_ids.span().end());
+  for (auto& e : whole_eid) e = global_eid[static_cast<std::size_t>(e)];
+  const LocalGraphView whole{f.graph.in.indptr.span(), f.graph.in.indices.span(), whole_eid,
+                             f.global_of, EdgeDir::in};
+  std::vector<std::int64_t> seeds, orig_seeds;
+  for (std::int64_t v = 0; v < g.num_nodes(); v += 3) {
+    seeds.push_back(v);
+    orig_seeds.push_back(f.orig_of[static_cast<std::size_t>(v)]);
+  }
+  const auto edges = [](const Frontier& fr) {
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> e;
+    for (std::size_t i = 0; i < fr.src.size(); ++i) e.emplace_back(fr.dst[i], fr.src[i], fr.eid[i]);
+    std::sort(e.begin(), e.end());
+    return e;
+  };
+  for (const std::int64_t fanout : {3, 5, -1}) {
+    INFO("fanout " << fanout);
+    const SampleKey key{.seed = 2, .epoch = 1, .rank = 1, .batch = 4, .layer = 1};
+    const Frontier served = g.sample_neighbors(seeds, fanout, key, sampler_spec<LaborSampler>());
+    const Frontier local = sample_neighbors_local(whole, orig_seeds, fanout, key, LaborSampler{});
+    CHECK(served.num_edges() > 0);
+    CHECK(edges(served) == edges(local));
+  }
+}
+
 TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
@@ -130,11 +173,10 @@ TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[
   p.push(eids, probs);
   std::vector<std::int64_t> seeds(static_cast<std::size_t>(g.num_nodes()));
   std::iota(seeds.begin(), seeds.end(), 0);
-  const Frontier fr = g.sample_neighbors(seeds, 3, SampleKey{.seed = 4},
-                                         WeightedSampler::spec("p"));
+  const Frontier fr =
+      g.sample_neighbors(seeds, 3, SampleKey{.seed = 4}, WeightedSampler::spec("p"));
   REQUIRE(!fr.eid.empty());
   for (auto e : fr.eid) REQUIRE(e % 2 == 0);
-  CHECK_THROWS_AS(
-      g.sample_neighbors(seeds, 3, SampleKey{}, WeightedSampler::spec("nope")),
-      RemoteError);
+  CHECK_THROWS_AS(g.sample_neighbors(seeds, 3, SampleKey{}, WeightedSampler::spec("nope")),
+                  RemoteError);
 }

@@ -120,8 +120,10 @@ TEST_CASE(
   };
   const Reply unknown = request(FirstKSampler::spec(2));
   CHECK(unknown.status == Status::bad_request);
-  CHECK_THAT(unknown.text(), Catch::Contains("first_k") &&
-                                 Catch::Contains("[uniform, uniform_replace, full, weighted, per_relation]"));
+  CHECK_THAT(
+      unknown.text(),
+      Catch::Contains("first_k") &&
+          Catch::Contains("[uniform, uniform_replace, full, weighted, per_relation, labor]"));
   SamplerSpec truncated = WeightedSampler::spec("p");
   truncated.params.resize(3);
   const Reply bad = request(truncated);

@@ -191,6 +191,24 @@ TEST_CASE(
   CHECK(std::abs(test["basic"] - test["relabeled"]) < 0.05);
 }
 
+TEST_CASE("distgraph train --sampler labor reaches the launched trainers and learns the SBM graph",
+          "[train][integration]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  // Distributed: the trainers run the launching command line, --sampler included; rank 0
+  // writes the sampler it trained with into result.json.
+  const Run r = train({"--sampler", "labor", "--epochs", "20", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto result = read_json(out / "result.json");
+  CHECK(result["mode"] == "distributed");
+  CHECK(result["trainers"] == 2);
+  CHECK(result["sampler"] == "labor");
+  // 8 classes (chance 0.125): LABOR's picks are as good a neighbourhood mean as uniform's.
+  CHECK(result["test"].get<double>() > 0.9);
+}
+
 TEST_CASE("distgraph train --standalone --json prints a line per epoch and the result",
           "[train][integration]") {
   REQUIRE_TRAIN();
@@ -208,6 +226,7 @@ TEST_CASE("distgraph train --standalone --json prints a line per epoch and the r
   }
   CHECK(lines[5]["mode"] == "standalone");
   CHECK(lines[5]["trainers"] == 1);
+  CHECK(lines[5]["sampler"] == "uniform");
   CHECK(lines[5] == read_json(out / "result.json"));
 }
 
@@ -374,6 +393,9 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--metric", "f1", "--out", o}), 2, "metric 'f1'");
   check_one_line_error(train({"--fanouts", "10,0", "--out", o}), 2, "--fanouts");
   check_one_line_error(train({"--device", "tpu", "--out", o}), 2, "--device");
+  check_one_line_error(train({"--sampler", "weighted", "--out", o}), 2, "--sampler 'weighted'");
+  check_one_line_error(train({"--task", "link", "--sampler", "labor", "--out", o}), 2,
+                       "--sampler labor");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these
@@ -535,4 +557,7 @@ TEST_CASE("distgraph train refuses unknown typed names with one line naming them
                        1, "bogus");
   check_one_line_error(train({"hsbm", "--standalone", "--model", "gat", "--out", out.string()}),
                        2, "gat");
+  check_one_line_error(
+      train({"hsbm", "--standalone", "--sampler", "labor", "--out", out.string()}), 2,
+      "--sampler labor");
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/sample_local.hpp"
 #include "distgraph/sampling/uniform_replace_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
@@ -17,14 +18,6 @@ using namespace distgraph;
 using namespace distgraph::test;
 
 namespace {
-
-std::vector<std::int64_t> random_nodes(std::int64_t n, std::size_t count, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
-  std::vector<std::int64_t> v(count);
-  for (auto& x : v) x = pick(rng);
-  return v;
-}
 
 bool same(const Frontier& a, const Frontier& b) {
   return a.src == b.src && a.dst == b.dst && a.eid == b.eid;
@@ -70,7 +63,8 @@ Relabeled relabel(const Graph& g, std::uint64_t seed) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("sample_neighbors_local gives the same frontier for any thread count",
-                   "[sampling]", UniformSampler, UniformReplaceSampler, FullNeighborSampler) {
+                   "[sampling]", UniformSampler, UniformReplaceSampler, FullNeighborSampler,
+                   LaborSampler) {
   const Graph g = small_rmat(12, 8, 5);
   const auto seeds = random_nodes(g.num_nodes(), 20000, 9);
   const SampleKey key{.seed = 3, .epoch = 1, .batch = 2};

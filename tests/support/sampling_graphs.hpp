@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,15 @@
 #include "distgraph/sampling/sample_local.hpp"
 
 namespace distgraph::test {
+
+/// `count` node IDs uniform over [0, n), repeats possible.
+inline std::vector<std::int64_t> random_nodes(std::int64_t n, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  std::vector<std::int64_t> v(count);
+  for (auto& x : v) x = pick(rng);
+  return v;
+}
 
 /// A graph from an edge list; edge i keeps ID i (no cleaning options).
 inline Graph graph_of(std::int64_t n, std::vector<std::int64_t> src,

@@ -43,7 +43,8 @@ namespace fs = std::filesystem;
 constexpr const char* usage =
     "distgraph train [DATASET_DIR|hsbm] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
     "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
-    "                [--lr X] [--dropout X] [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
+    "                [--sampler uniform|labor] [--lr X] [--dropout X]\n"
+    "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
     "                [--out DIR] [--resume] [--json]\n"
     "  typed graphs:  [--target-ntype T] [--model rgcn|hsage] [--relation-fanouts R=F,...]\n"
     "                 [--num-bases B] [--combine sum|mean]";
@@ -96,6 +97,10 @@ NodeClassificationOptions recipe_from(const Args& a) {
   o.seed = static_cast<std::uint64_t>(a.get_int("seed", 0, 0, INT64_MAX));
   o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
   if (const auto f = a.get("fanouts")) o.fanouts = parse_fanouts(*f);
+  o.sampler = a.get_or("sampler", o.sampler);
+  if (std::find(node_classification_samplers.begin(), node_classification_samplers.end(),
+                o.sampler) == node_classification_samplers.end())
+    throw UsageError("train: --sampler '" + o.sampler + "': expected uniform or labor");
   o.batch_size = a.get_int("batch-size", o.batch_size, 1, 1 << 30);
   o.lr = a.get_double("lr", o.lr, 1e-9, 100);
   o.weight_decay = a.get_double("weight-decay", o.weight_decay, 0, 100);
@@ -122,6 +127,8 @@ NodeClassificationOptions recipe_from(const Args& a) {
     throw UsageError("train: unknown task '" + t + "'; expected node or link");
   if (a.get_or("task", "node") == "link" && o.embedding_dim > 0)
     throw UsageError("train: --embedding-dim is for --task node");
+  if (a.get_or("task", "node") == "link" && o.sampler != "uniform")
+    throw UsageError("train: --sampler " + o.sampler + " is for --task node");
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -228,6 +235,9 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
     if (recipe.resume)
       throw UsageError("train: --resume is not available for typed graphs yet (their "
                        "featureless types' embeddings are not checkpointed)");
+    if (recipe.sampler != "uniform")
+      throw UsageError("train: --sampler " + recipe.sampler +
+                       " is for homogeneous graphs (typed graphs sample per relation)");
     const auto o = hetero_recipe_from(a, recipe, *target);
     return train_hetero_node_classification(
         g, o, groups, report ? epoch_printer(a.has("json"), o.epochs) : EpochCallback{});
@@ -383,6 +393,9 @@ int run_train(std::vector<std::string> argv) {
       .option("hidden", "hidden units per layer (default 64)")
       .option("fanouts", "neighbours sampled per layer, input layer first (default 10,25)")
       .option("batch-size", "training seeds per batch and trainer (default 1000)")
+      .option("sampler",
+              "neighbour sampler of training batches: uniform (default) or labor "
+              "(layer-neighbour sampling: the same expected fanout, fewer input nodes)")
       .option("lr", "Adam learning rate (default 0.01)")
       .option("weight-decay", "Adam weight decay (default 5e-4)")
       .option("dropout", "dropout after hidden layers (default 0.5)")
@@ -448,6 +461,9 @@ int run_train(std::vector<std::string> argv) {
                        hd.target_ntype + "' only");
     if (recipe.resume)
       throw UsageError("train: --resume is not available for typed graphs yet");
+    if (recipe.sampler != "uniform")
+      throw UsageError("train: --sampler " + recipe.sampler +
+                       " is for homogeneous graphs (typed graphs sample per relation)");
     if (const auto pc = args.get("part-config")) {
       config = fs::absolute(*pc);
       const PartitionConfig c = read_partition_config(config);

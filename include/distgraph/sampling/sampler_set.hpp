@@ -13,6 +13,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/full_neighbor_sampler.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/per_relation_sampler.hpp"
 #include "distgraph/sampling/sampler_spec.hpp"
 #include "distgraph/sampling/uniform_replace_sampler.hpp"
@@ -104,9 +105,10 @@ struct SamplerSet {
   }
 };
 
-/// The samplers distgraph ships: uniform, uniform_replace, full, weighted, per_relation.
+/// The samplers distgraph ships: uniform, uniform_replace, full, weighted, per_relation,
+/// labor.
 using BuiltinSamplers = SamplerSet<UniformSampler, UniformReplaceSampler, FullNeighborSampler,
-                                   WeightedSampler, PerRelationSampler>;
+                                   WeightedSampler, PerRelationSampler, LaborSampler>;
 
 /// Whether T is a SamplerSet.
 template <class T>

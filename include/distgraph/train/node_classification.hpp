@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,8 @@
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
+#include "distgraph/sampling/labor_sampler.hpp"
+#include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/train/checkpoint.hpp"
 #include "distgraph/train/run_log.hpp"
 #include "distgraph/train/trainer.hpp"
@@ -39,7 +43,11 @@ struct NodeClassificationOptions {
   std::int64_t epochs = 50;
   std::int64_t hidden = 64;
   std::vector<std::int64_t> fanouts{10, 25};  ///< one per layer, input layer first
-  std::int64_t batch_size = 1000;             ///< training seeds per trainer and batch
+  /// The training loader's neighbour sampler, by wire name: "uniform" (UniformSampler) or
+  /// "labor" (LaborSampler: the same expected fanout, far fewer distinct input nodes per
+  /// batch). Validation and test take full neighbourhoods either way.
+  std::string sampler = "uniform";
+  std::int64_t batch_size = 1000;  ///< training seeds per trainer and batch
   double lr = 0.01;
   double weight_decay = 5e-4;
   double dropout = 0.5;        ///< after each hidden layer
@@ -71,6 +79,11 @@ struct NodeClassificationOptions {
   /// Bounds every collective (a dead trainer stops the others within it).
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
 };
+
+/// The samplers NodeClassificationOptions::sampler may name: those that take a fanout per
+/// layer and no parameters.
+inline constexpr std::array<std::string_view, 2> node_classification_samplers{
+    UniformSampler::wire_name, LaborSampler::wire_name};
 
 /// What a run reached (the content of result.json, plus the per-epoch rows).
 struct NodeClassificationResult {
@@ -363,6 +376,11 @@ void check_options(const Options& o) {
   if (!(o.weight_decay >= 0)) throw InvalidArgument("train: weight decay must be >= 0");
   if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
     throw InvalidArgument("train: dropout must be in [0, 1)");
+  if constexpr (requires { o.sampler; }) {
+    if (std::find(node_classification_samplers.begin(), node_classification_samplers.end(),
+                  o.sampler) == node_classification_samplers.end())
+      throw InvalidArgument("train: sampler '" + o.sampler + "'; expected uniform or labor");
+  }
 }
 
 /// The seed of torch's generator for (seed, epoch, rank): reseeding at every epoch makes
@@ -436,6 +454,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
     throw InvalidArgument("train: node data '" + o.train_mask + "' marks no training node");
   const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
   NodeClassificationResult res;
+  res.extra["sampler"] = o.sampler;
   res.num_classes = detail::count_classes(g, o.label, sets);
   std::int64_t emb_dim = o.embedding_dim;
   if (emb_dim < 1) {
@@ -457,7 +476,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                .rank = rank,
                                .num_prefetch_threads = o.num_prefetch_threads,
                                .feature = emb_dim > 0 ? std::string() : o.feature,
-                               .label = o.label};
+                               .label = o.label,
+                               .sampler = SamplerSpec{o.sampler, {}}};
   Loader train_loader(g, train_ids, o.fanouts, train_lo);
   const std::vector<std::int64_t> full(o.fanouts.size(), -1);
   auto eval_loader = [&](const std::vector<std::int64_t>& all) {

@@ -1,0 +1,101 @@
+// LaborSampler: layer-neighbour (LABOR-0) sampling, one random variate per source node.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "distgraph/sampling/concepts.hpp"
+#include "distgraph/sampling/local_graph_view.hpp"
+#include "distgraph/sampling/rng.hpp"
+
+namespace distgraph {
+
+/// Layer-neighbour sampling, LABOR-0 (Balin & Çatalyürek, "Layer-Neighbor Sampling —
+/// Defusing Neighborhood Explosion in GNNs", NeurIPS 2023; DGL's `sample_labors` with
+/// `importance_sampling=0`): a drop-in for UniformSampler with the same fanout that samples
+/// far fewer distinct source nodes per layer.
+///
+/// Each neighbour u draws one variate r_u, uniform in [0, 1), from (hash_key(key), global
+/// ID of u) alone; a seed with d edges and fanout k takes edge (u -> seed) iff
+/// r_u < k / d. So, from one seed's point of view, its edges are Poisson-sampled: each is
+/// taken independently with probability k / d, k picks expected (Binomial(d, k/d) many,
+/// not exactly k), and the Horvitz-Thompson mean of its neighbours has the Poisson variance
+/// (1/k - 1/d) (1/d) sum h_u^2. Across the seeds of a layer the variates are shared: a
+/// source with two seeds of inclusion probabilities p1 <= p2 is picked by both with
+/// probability p1 (instead of p1 p2), so popular sources are fetched once for many seeds.
+/// A neighbour that appears twice in a row (a multigraph) is taken or left as one.
+///
+/// Fanout -1 or fanout >= d takes the whole row in row order; fanout 0 takes nothing.
+/// Picks within a seed come in row order. Which edges a seed takes depends on the key, the
+/// global IDs of its neighbours and k / d only (not on the row's order, the other seeds,
+/// the batch's split or the process), so a whole graph and its partitions pick the same
+/// edges. O(d) variates per seed that samples (UniformSampler draws O(k)).
+///
+/// LABOR-* (the importance-sampling iterations that fit one shared probability per source
+/// to the whole layer) is not offered: it makes a seed's picks depend on every other seed
+/// of the layer, which a layer split over servers cannot compute without another round of
+/// messages, and breaks the Sampler rule that a seed's picks depend on itself alone.
+/// Stateless: copies are free; thread-safe.
+class LaborSampler {
+ public:
+  using policy_category = sampler_tag;
+  /// How requests name it (DistributedSampler); it takes no parameters
+  /// (`sampler_spec<LaborSampler>()`).
+  static constexpr std::string_view wire_name = "labor";
+  static LaborSampler at_site(HeadReader&, SamplerSite&) { return {}; }
+
+  /// Nothing to check: the sampler brings no per-edge data.
+  void validate(const LocalGraphView&) const noexcept {}
+
+  /// The variate r_u in [0, 1) of global node `node` under a key hashed by hash_key: the
+  /// same for every seed, row, thread and process that asks. It is output `node` of the
+  /// SplitMix64 stream seeded by the salted key (one mix per edge, where a SampleRng per
+  /// node would cost three), 53 bits.
+  static constexpr double variate(std::uint64_t key_hash, std::int64_t node) noexcept {
+    return variate_at(stream_base(key_hash), node);
+  }
+
+  /// Appends the picks of each seed in `local_seeds` to `picks` (see Sampler). O(sum of
+  /// the sampled rows' degrees); does not throw except std::bad_alloc.
+  void sample(const LocalGraphView& g, std::span<const std::int64_t> local_seeds,
+              std::int64_t fanout, const SampleKey& key, Picks& picks) const {
+    const std::uint64_t base = stream_base(hash_key(key));
+    picks.counts.reserve(picks.counts.size() + local_seeds.size());
+    for (std::size_t s = 0; s < local_seeds.size(); ++s) {
+      if (s + 8 < local_seeds.size()) __builtin_prefetch(g.indptr.data() + local_seeds[s + 8]);
+      const std::int64_t v = local_seeds[s];
+      const std::int64_t begin = g.row_begin(v), degree = g.degree(v);
+      if (fanout < 0 || fanout >= degree) {
+        picks.take_all(begin, degree);
+        continue;
+      }
+      // 0 <= k < d: edge kept when r_u < k / d, with probability k / d to within 2^-53
+      // (r_u is a multiple of 2^-53). The row is scanned in order, so picks come in row
+      // order; the hub rows this scans are what makes LABOR O(d) (PERFORMANCE.md).
+      const double p = static_cast<double>(fanout) / static_cast<double>(degree);
+      const std::size_t before = picks.positions.size();
+      if (fanout > 0)
+        for (std::int64_t i = begin; i < begin + degree; ++i)
+          if (variate_at(base, g.global_node(g.indices[static_cast<std::size_t>(i)])) < p)
+            picks.positions.push_back(i);
+      picks.counts.push_back(static_cast<std::int64_t>(picks.positions.size() - before));
+    }
+  }
+
+ private:
+  // Salted so the stream is not any SampleRng's: other samplers draw a node's own row from
+  // SampleRng(hash_key(key), node).
+  static constexpr std::uint64_t stream_base(std::uint64_t key_hash) noexcept {
+    return detail::mix64(key_hash ^ 0x6C61626F72303030ull);  // "labor000"
+  }
+  static constexpr double variate_at(std::uint64_t base, std::int64_t node) noexcept {
+    const std::uint64_t z =
+        detail::mix64(base + (static_cast<std::uint64_t>(node) + 1) * detail::golden_gamma);
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+};
+
+static_assert(DistributedSampler<LaborSampler>);
+
+}  // namespace distgraph
