@@ -57,6 +57,7 @@ class BasicGraphServer {
     try {
       switch (req.type) {
         case MsgType::metadata:
+          require_empty_body(req.body, req.type);
           return text_reply(metadata().dump());
         case MsgType::degrees:
           return on_degrees(req);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -60,15 +61,19 @@ class KVServer {
     try {
       switch (req.type) {
         case MsgType::hello:
+          return Reply{};
         case MsgType::ping:
+          require_empty_body(req.body, req.type);
           return Reply{};
         case MsgType::metadata:
+          require_empty_body(req.body, req.type);
           return text_reply(metadata().dump());
         case MsgType::create_tensor:
           return on_create(req);
         case MsgType::delete_tensor:
           return on_delete(req);
         case MsgType::list_tensors:
+          require_empty_body(req.body, req.type);
           return on_list();
         case MsgType::pull:
           return on_pull(req);
@@ -84,6 +89,7 @@ class KVServer {
         case MsgType::barrier:
           return on_barrier(req);
         case MsgType::shutdown:
+          require_empty_body(req.body, req.type);
           request_shutdown();
           return Reply{};
         default:
@@ -155,6 +161,7 @@ class KVServer {
                        "unknown dtype code " + std::to_string(static_cast<int>(q.dtype)));
     if (q.kind != RowKind::node && q.kind != RowKind::edge)
       throw InvalidArgument("tensor '" + q.name + "': unknown row kind");
+    check_init(q.name, q.init);
     // Typed data ("<type>/<name>") holds one row per node or edge of its type.
     const detail::RowSpace space = spaces_.of(q.name, q.kind);
     if (q.rows != space.global)
@@ -199,7 +206,34 @@ class KVServer {
     return Reply{Status::ok, Message::owning(std::move(b))};
   }
 
+  /// `v` as "%g" prints it ("1e-10", "inf", "nan"): std::to_string would show 1e-10 as 0.
+  static std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+  /// Throws InvalidArgument for an init a request may not ask for: an unknown kind,
+  /// non-finite bounds (they would fill rows with inf or NaN), uniform with b < a, normal
+  /// with a negative standard deviation.
+  static void check_init(const std::string& name, const InitSpec& init) {
+    const auto kind = static_cast<unsigned>(init.kind);
+    if (kind > static_cast<unsigned>(InitKind::normal))
+      throw InvalidArgument("tensor '" + name + "': unknown init kind " + std::to_string(kind) +
+                            "; expected 0 (zeros), 1 (uniform) or 2 (normal)");
+    if (!std::isfinite(init.a) || !std::isfinite(init.b))
+      throw InvalidArgument("tensor '" + name + "': init parameters " + num(init.a) + ", " +
+                            num(init.b) + "; expected finite numbers");
+    if (init.kind == InitKind::uniform && init.b < init.a)
+      throw InvalidArgument("tensor '" + name + "': uniform init in [" + num(init.a) + ", " +
+                            num(init.b) + "); expected a <= b");
+    if (init.kind == InitKind::normal && init.b < 0)
+      throw InvalidArgument("tensor '" + name + "': normal init with standard deviation " +
+                            num(init.b) + "; expected >= 0");
+  }
+
   Reply on_create(const Request& req) {
+    require_no_parts(req.body, req.type);
     const auto q = CreateTensorRequest::decode(req.body.head);
     const bool created = create(q);
     HeadWriter w;
@@ -208,6 +242,7 @@ class KVServer {
   }
 
   Reply on_delete(const Request& req) {
+    require_no_parts(req.body, req.type);
     HeadReader r(req.body.head, "delete_tensor");
     const std::string name = r.get_string(256);
     r.finish();
@@ -282,10 +317,14 @@ class KVServer {
     const auto q = SparseStepRequest::decode(req.body.head);
     if (req.body.parts.size() != 2)
       throw ProtocolError("sparse_step: expected 2 parts (row IDs, gradients)");
-    if (!(q.params.lr > 0) || !(q.params.eps > 0) || !(q.params.beta1 >= 0 && q.params.beta1 < 1) ||
-        !(q.params.beta2 >= 0 && q.params.beta2 < 1))
-      throw InvalidArgument("sparse_step '" + q.name +
-                            "': lr and eps must be > 0, betas in [0, 1)");
+    // isfinite first: lr = +inf passes "> 0" and would turn every row to -inf.
+    const auto& p = q.params;
+    if (!std::isfinite(p.lr) || !std::isfinite(p.eps) || !std::isfinite(p.beta1) ||
+        !std::isfinite(p.beta2) || !(p.lr > 0) || !(p.eps > 0) || !(p.beta1 >= 0 && p.beta1 < 1) ||
+        !(p.beta2 >= 0 && p.beta2 < 1))
+      throw InvalidArgument("sparse_step '" + q.name + "': lr " + num(p.lr) + ", eps " +
+                            num(p.eps) + ", betas " + num(p.beta1) + ", " + num(p.beta2) +
+                            "; expected finite lr and eps > 0, betas in [0, 1)");
     RowsRequest rq{q.name, q.kind, q.count};
     TensorSpec spec;
     const auto local = local_rows(rq, req.body.parts[0], "sparse_step", spec);
@@ -353,6 +392,7 @@ class KVServer {
     const char* subject = req.type == MsgType::save_tensors   ? "save_tensors"
                           : req.type == MsgType::load_tensors ? "load_tensors"
                                                               : "remove_checkpoint";
+    require_no_parts(req.body, req.type);
     std::lock_guard lock(checkpoint_mu_);
     if (!checkpoint_)
       throw InvalidArgument(std::string(subject) + ": partition " + std::to_string(part_id_) +
@@ -380,6 +420,7 @@ class KVServer {
   /// Transports must run enough handler threads for every participant (AsioServer's pool
   /// size; the in-process transport runs each caller on its own thread).
   Reply on_barrier(const Request& req) {
+    require_no_parts(req.body, req.type);
     const auto q = BarrierRequest::decode(req.body.head);
     if (q.participants < 1 || q.participants > 1'000'000)
       throw InvalidArgument("barrier '" + q.name + "': " + std::to_string(q.participants) +

@@ -62,11 +62,19 @@ struct CreateTensorRequest {
     HeadReader r(head, "create_tensor");
     CreateTensorRequest q;
     q.name = r.get_string(256);
-    q.dtype = static_cast<DType>(r.get<std::uint16_t>());
+    // DType is one byte: a wider code would wrap to a known one (256 to float32).
+    const auto dtype = r.get<std::uint16_t>();
+    if (dtype > 0xff)
+      throw DTypeError("tensor '" + q.name + "'", "unknown dtype code " + std::to_string(dtype));
+    q.dtype = static_cast<DType>(dtype);
     q.kind = static_cast<RowKind>(r.get<std::uint8_t>());
     q.rows = r.get<std::int64_t>();
     q.cols = r.get<std::int64_t>();
-    q.init.kind = static_cast<InitKind>(r.get<std::uint8_t>());
+    const auto init = r.get<std::uint8_t>();
+    if (init > static_cast<std::uint8_t>(InitKind::normal))
+      throw ProtocolError("create_tensor: unknown init kind " + std::to_string(init) +
+                          "; expected 0 (zeros), 1 (uniform) or 2 (normal)");
+    q.init.kind = static_cast<InitKind>(init);
     q.init.a = r.get<double>();
     q.init.b = r.get<double>();
     q.init.seed = r.get<std::uint64_t>();
@@ -320,6 +328,23 @@ struct SampleRequest {
     return q;
   }
 };
+
+/// Throws ProtocolError unless `body` is empty (no head bytes, no parts): the request of
+/// ping, metadata, list_tensors and shutdown. A malformed request is refused, not
+/// half-understood, so a shutdown with junk in it stops nothing.
+inline void require_empty_body(const Message& body, MsgType type) {
+  if (!body.head.empty() || !body.parts.empty())
+    throw ProtocolError(msg_type_name(type) + ": head of " + std::to_string(body.head.size()) +
+                        " bytes and " + std::to_string(body.parts.size()) +
+                        " parts; expected an empty message");
+}
+
+/// Throws ProtocolError unless `body` has no parts (messages whose layout is a head alone).
+inline void require_no_parts(const Message& body, MsgType type) {
+  if (!body.parts.empty())
+    throw ProtocolError(msg_type_name(type) + ": " + std::to_string(body.parts.size()) +
+                        " parts; expected none");
+}
 
 /// Maps a typed exception to the wire status a server replies with (docs/WIRE.md), so
 /// every server answers the same error the same way and keeps serving.

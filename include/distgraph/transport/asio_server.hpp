@@ -44,9 +44,12 @@ struct AsioServerOptions {
   std::uint64_t max_frame_bytes = default_max_frame_bytes;  ///< largest request payload
   unsigned num_threads = 0;  ///< io threads, which also run the handler; 0 = max(2, cores)
   std::string secret{};      ///< shared secret clients must prove; empty = no authentication
-  std::chrono::milliseconds read_timeout{30000};       ///< silence allowed mid-frame
-  std::chrono::milliseconds handshake_timeout{10000};  ///< from accept to a valid hello
-  std::chrono::milliseconds drain_timeout{5000};       ///< request_stop waits this long at most
+  /// A request frame must arrive whole within this time of its first byte.
+  std::chrono::milliseconds read_timeout{30000};
+  /// From accept to a valid hello, in total (nothing the client sends extends it); then
+  /// the connection is closed without a reply.
+  std::chrono::milliseconds handshake_timeout{10000};
+  std::chrono::milliseconds drain_timeout{5000};  ///< request_stop waits this long at most
   /// Receives one line per refused client, bad frame or dropped connection; default:
   /// stderr. Called from io threads, possibly at once.
   std::function<void(std::string_view)> log{};
@@ -260,37 +263,58 @@ class AsioServer {
         text = subject() + ": " + x.what();
       }
       server_->options_.log(text + "; closing the connection");
+      // The peer may not have passed the hello: it gets the fault without our name for
+      // it (its address and the connection counter), which stays in the log.
       write(encode_frame(
           FrameHeader{
               .request_id = request_id.value_or(0), .status = status, .flags = frame_flag_reply},
-          Reply::error(status, text).body));
-      close_after_flush(text);
+          Reply::error(status, without_subject(text)).body));
+      close_after_flush(without_subject(text));
     }
     void on_closed(const std::string& reason, bool clean) { server_->forget(id_, reason, clean); }
 
    private:
+    /// `text` without the leading "<subject>: " (what the peer is told).
+    std::string without_subject(std::string text) const {
+      const std::string prefix = subject() + ": ";
+      if (text.compare(0, prefix.size(), prefix) == 0) text.erase(0, prefix.size());
+      return text;
+    }
+
     // Checks the client's hello; replies and returns true when accepted.
     bool handshake(detail::InFrame& f) {
       const auto& opt = server_->options_;
+      // A refused peer learns nothing but the status: the reason, its address and the
+      // connection counter go to the log only.
       auto refuse = [&](Status s, const std::string& why) {
-        const std::string text = subject() + ": refused: " + why;
-        opt.log(text);
+        opt.log(subject() + ": refused: " + why);
         write(encode_frame(FrameHeader{.type = MsgType::hello,
                                        .request_id = f.header.request_id,
                                        .status = s,
                                        .flags = frame_flag_reply},
-                           Reply::error(s, text).body));
+                           Reply::error(s, "handshake refused").body));
         close_after_flush(why);
         return false;
       };
-      if (f.error || f.header.type != MsgType::hello || f.header.is_reply())
-        return refuse(Status::bad_request,
-                      "expected a hello frame first, got " + msg_type_name(f.header.type));
+      if (f.header.type != MsgType::hello || f.header.is_reply())
+        return refuse(Status::bad_request, "expected a hello frame first, got " +
+                                               msg_type_name(f.header.type) +
+                                               (f.header.is_reply() ? " reply" : ""));
+      if (f.error) {
+        try {
+          std::rethrow_exception(f.error);
+        } catch (const std::exception& x) {
+          return refuse(Status::bad_request, "malformed hello: " + without_subject(x.what()));
+        }
+      }
+      if (!f.message.parts.empty())
+        return refuse(Status::bad_request, "hello with " + std::to_string(f.message.parts.size()) +
+                                               " parts; expected none");
       detail::ClientHello c;
       try {
         c = detail::decode_client_hello(f.message.head, subject());
       } catch (const ProtocolError& x) {
-        return refuse(Status::bad_request, x.what());
+        return refuse(Status::bad_request, without_subject(x.what()));
       }
       if (c.version != protocol_version)
         return refuse(Status::bad_request, "client speaks protocol version " +

@@ -43,7 +43,8 @@ struct AsioTransportOptions {
   std::chrono::milliseconds call_timeout{30000};            ///< deadline of call() without one
   std::uint64_t max_frame_bytes = default_max_frame_bytes;  ///< largest reply payload
   std::string secret{};  ///< shared secret to prove (and require the server to prove); "" = none
-  std::chrono::milliseconds read_timeout{30000};  ///< silence allowed in the middle of a reply
+  /// A reply must arrive whole within this time of its first byte.
+  std::chrono::milliseconds read_timeout{30000};
 };
 
 /// A Transport over TCP: one connection per server (TCP_NODELAY), all served by one

@@ -49,10 +49,10 @@ inline std::string file_tensor_name(std::string_view file) {
   return n;
 }
 
-/// Whether '/' splits `name` into an empty, "." or ".." part: such names look like paths
-/// and are refused ("a/b", typed data, is fine).
+/// Whether `name`, split at '/', has an empty, "." or ".." part: such names look like
+/// paths and are refused ("a/b", typed data, is fine). A name without '/' is one part, so
+/// "." and ".." themselves are refused too.
 inline bool has_bad_segment(std::string_view name) {
-  if (name.find('/') == std::string_view::npos) return false;
   std::size_t b = 0;
   while (true) {
     const std::size_t e = name.find('/', b);
@@ -63,7 +63,8 @@ inline bool has_bad_segment(std::string_view name) {
   }
 }
 
-/// Whether `name` is 1 to 200 characters of [A-Za-z0-9_.:/-]. Every model checks names
+/// Whether `name` is 1 to 200 characters of [A-Za-z0-9_.:/-] whose '/'-separated parts
+/// are neither empty nor "." or ".." (has_bad_segment). Every model checks names
 /// alike, so one that works in memory also works as a file name in an MmapStorage folder.
 constexpr bool is_valid_tensor_name(std::string_view name) noexcept {
   if (name.empty() || name.size() > max_tensor_name_chars) return false;
@@ -81,12 +82,15 @@ inline void validate_tensor_name(std::string_view name) {
   } else if (name.size() > max_tensor_name_chars) {
     what = std::to_string(name.size()) + " characters; expected at most 200";
   } else if (has_bad_segment(name)) {
-    what = "an empty, '.' or '..' part between slashes; expected '<type>/<name>'";
+    what =
+        name.find('/') == std::string_view::npos
+            ? std::string("a path component ('.' or '..'); expected a name")
+            : std::string("an empty, '.' or '..' part between slashes; expected '<type>/<name>'");
   } else {
     for (char c : name)
       if (!is_tensor_name_char(c)) {
-        what =
-            "character '" + printable(std::string_view(&c, 1)) + "'; expected only [A-Za-z0-9_.:/-]";
+        what = "character '" + printable(std::string_view(&c, 1)) +
+               "'; expected only [A-Za-z0-9_.:/-]";
         break;
       }
   }

@@ -43,8 +43,10 @@ struct InFrame {
 
 struct StreamLimits {
   std::uint64_t max_frame_bytes = default_max_frame_bytes;
-  std::chrono::milliseconds read_timeout{30000};  ///< silence allowed in the middle of a frame
-  std::string subject;                            ///< names the peer in errors and logs
+  /// A frame must arrive whole within this time of its first byte (progress does not
+  /// extend it, so a peer trickling bytes cannot hold a connection open for ever).
+  std::chrono::milliseconds read_timeout{30000};
+  std::string subject;  ///< names the peer in errors and logs
 };
 
 /// A TCP connection carrying frames, the base of a server session and a client connection
@@ -200,7 +202,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     }
     if (pos > 0 && pos < rlen_) std::memmove(rbuf_.get(), rbuf_.get() + pos, rlen_ - pos);
     rlen_ -= pos;
-    update_read_timer(have_header_ || rlen_ > 0);
+    update_read_timer(have_header_ || rlen_ > 0, !frames.empty());
     read_more();
     if (!frames.empty()) derived().on_frames(frames);
   }
@@ -227,14 +229,17 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     disarm_locked();
   }
 
-  // Arms the mid-frame read timeout while a frame is incomplete, re-armed on progress.
-  void update_read_timer(bool partial) {
+  // The read deadline: armed when a frame's first byte arrives, kept (not extended) while
+  // that frame is incomplete, disarmed when nothing is pending. `completed`: this read
+  // finished a frame, so a partial one now is a new frame that started in this read.
+  void update_read_timer(bool partial, bool completed) {
     std::lock_guard lock(mu_);
     if (closed_) return;
     if (!partial) {
       disarm_locked();
       return;
     }
+    if (armed_ && !completed) return;
     armed_ = true;
     const std::uint64_t gen = ++timer_gen_;
     timer_.expires_after(limits_.read_timeout);
@@ -242,8 +247,8 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       if (ec) return;
       std::lock_guard lk(self->mu_);
       if (gen != self->timer_gen_) return;
-      self->close_locked("silent for " + std::to_string(self->limits_.read_timeout.count()) +
-                             " ms in the middle of a frame",
+      self->close_locked("frame incomplete " + std::to_string(self->limits_.read_timeout.count()) +
+                             " ms after its first byte",
                          false);
     });
   }

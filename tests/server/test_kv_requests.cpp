@@ -1,0 +1,210 @@
+// KVServer requests held to docs/WIRE.md: exact bodies, known codes, finite parameters, names.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/server/graph_server.hpp"
+#include "distgraph/storage/in_memory_storage.hpp"
+#include "distgraph/storage/mmap_storage.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using distgraph::test::TempDir;
+
+namespace {
+
+constexpr double infinity = std::numeric_limits<double>::infinity();
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+
+/// Partition 0 of a small SBM graph served by a GraphServer over InMemoryStorage.
+struct Served {
+  TempDir tmp;
+  std::unique_ptr<GraphServer<InMemoryStorage>> server;
+  std::vector<std::int64_t> owned;
+  Served() {
+    SbmOptions o;
+    o.num_nodes = 200;
+    o.num_classes = 2;
+    o.avg_degree = 4;
+    o.feat_dim = 3;
+    o.seed = 5;
+    const Dataset data = sbm_dataset(o);
+    partition_dataset(data, "g", 2, tmp.path(), {.method = PartMethod::random, .seed = 1});
+    server = std::make_unique<GraphServer<InMemoryStorage>>(load_partition(tmp / "g.json", 0),
+                                                            std::make_shared<InMemoryStorage>());
+    owned = (*(server->partition().book).get_if<RangePartitionBook>()).owned_nodes(PartId{0});
+  }
+  std::int64_t num_nodes() const { return server->kv().book().num_nodes(); }
+  Reply handle(MsgType type, std::vector<std::byte> head,
+               std::vector<std::span<const std::byte>> parts = {}) {
+    Request r;
+    r.type = type;
+    r.body = Message::owning(std::move(head));
+    r.body.parts = std::move(parts);
+    return server->handle(r);
+  }
+  Reply create(const CreateTensorRequest& q) { return handle(MsgType::create_tensor, q.encode()); }
+  /// Row `id` of float32 tensor `name`, `cols` wide.
+  std::vector<float> row(const std::string& name, std::int64_t id, std::int64_t cols) {
+    const std::int64_t ids[1] = {id};
+    const Reply r = handle(MsgType::pull, RowsRequest{name, RowKind::node, 1}.encode(),
+                           {std::as_bytes(std::span(ids))});
+    REQUIRE(r.status == Status::ok);
+    const auto p = r.body.parts.at(0);
+    REQUIRE(p.size() == static_cast<std::size_t>(cols) * sizeof(float));
+    const auto* f = reinterpret_cast<const float*>(p.data());
+    return {f, f + cols};
+  }
+};
+
+const std::vector<std::byte> junk{std::byte{1}, std::byte{2}, std::byte{3}};
+
+}  // namespace
+
+TEST_CASE("ping, metadata, list_tensors and shutdown with a head or parts get bad_request",
+          "[server][bad_input]") {
+  Served s;
+  for (MsgType t : {MsgType::ping, MsgType::metadata, MsgType::list_tensors, MsgType::shutdown}) {
+    INFO(msg_type_name(t));
+    const Reply h = s.handle(t, junk);
+    CHECK(h.status == Status::bad_request);
+    CHECK_THAT(h.text(), Catch::Contains("expected an empty message"));
+    CHECK(s.handle(t, {}, {junk}).status == Status::bad_request);
+    CHECK(s.handle(t, {}, {std::span<const std::byte>()}).status == Status::bad_request);
+  }
+  // Nothing was done: the refused shutdowns did not stop the server.
+  CHECK_FALSE(s.server->kv().shutdown_requested());
+  CHECK(s.handle(MsgType::ping, {}).status == Status::ok);
+  CHECK(s.handle(MsgType::metadata, {}).status == Status::ok);
+  CHECK(s.handle(MsgType::list_tensors, {}).status == Status::ok);
+  CHECK(s.handle(MsgType::shutdown, {}).status == Status::ok);
+  CHECK(s.server->kv().shutdown_requested());
+}
+
+TEST_CASE("messages whose layout is a head alone refuse parts and do nothing",
+          "[server][bad_input]") {
+  Served s;
+  const CreateTensorRequest q{"t", DType::float32, RowKind::node, s.num_nodes(), 2};
+  CHECK(s.handle(MsgType::create_tensor, q.encode(), {junk}).status == Status::bad_request);
+  CHECK_FALSE(s.server->kv().storage().contains("t"));
+  REQUIRE(s.create(q).status == Status::ok);
+  HeadWriter del;
+  del.put_string("t");
+  CHECK(s.handle(MsgType::delete_tensor, del.take(), {junk}).status == Status::bad_request);
+  CHECK(s.server->kv().storage().contains("t"));
+  CHECK(s.handle(MsgType::barrier, BarrierRequest{"b", 1, 1000}.encode(), {junk}).status ==
+        Status::bad_request);
+  CHECK(s.handle(MsgType::barrier, BarrierRequest{"b", 1, 1000}.encode()).status == Status::ok);
+  s.server->kv().set_checkpoint_dir(s.tmp / "ckpt");
+  CHECK(s.handle(MsgType::save_tensors, TensorCheckpointRequest{"c", {"t"}, false}.encode(), {junk})
+            .status == Status::bad_request);
+  CHECK_FALSE(std::filesystem::exists(s.tmp / "ckpt" / "c"));
+  CHECK(
+      s.handle(MsgType::save_tensors, TensorCheckpointRequest{"c", {"t"}, false}.encode()).status ==
+      Status::ok);
+  HeadWriter rm;
+  rm.put_string("c");
+  CHECK(s.handle(MsgType::remove_checkpoint, rm.take(), {junk}).status == Status::bad_request);
+  CHECK(std::filesystem::exists(s.tmp / "ckpt" / "c"));
+}
+
+TEST_CASE("create_tensor refuses unknown init kinds and dtype codes and non-finite init bounds",
+          "[server][bad_input]") {
+  Served s;
+  const auto n = s.num_nodes();
+  const auto tensors_before = s.server->kv().storage().list().size();
+  auto req = [&](std::string name, InitSpec init) {
+    return CreateTensorRequest{std::move(name), DType::float32, RowKind::node, n, 2, init};
+  };
+  const Reply seven = s.create(req("k7", {static_cast<InitKind>(7), -1, 1, 3}));
+  CHECK(seven.status == Status::bad_request);
+  CHECK_THAT(seven.text(), Catch::Contains("init kind 7"));
+  for (InitKind k : {InitKind::zeros, InitKind::uniform, InitKind::normal})
+    for (auto [a, b] : std::vector<std::pair<double, double>>{{infinity, 1.0},
+                                                              {0.0, infinity},
+                                                              {-infinity, 0.0},
+                                                              {not_a_number, 1.0},
+                                                              {0.0, not_a_number}}) {
+      INFO("kind " << static_cast<int>(k) << " a " << a << " b " << b);
+      const Reply r = s.create(req("nf", {k, a, b, 3}));
+      CHECK(r.status == Status::bad_request);
+      CHECK_THAT(r.text(), Catch::Contains("finite"));
+    }
+  CHECK(s.create(req("inverted", {InitKind::uniform, 1, -1, 3})).status == Status::bad_request);
+  CHECK(s.create(req("negative_sd", {InitKind::normal, 0, -1, 3})).status == Status::bad_request);
+  // None of them was created.
+  CHECK(s.server->kv().storage().list().size() == tensors_before);
+  // A dtype code above 255 used to wrap to float32 (code 0).
+  HeadWriter w;
+  w.put_string("wide").put(std::uint16_t{256}).put(std::uint8_t{0}).put(n).put(std::int64_t{2});
+  w.put(std::uint8_t{0}).put(0.0).put(0.0).put(std::uint64_t{0});
+  const Reply wide = s.handle(MsgType::create_tensor, w.take());
+  CHECK(wide.status == Status::dtype_mismatch);
+  CHECK_THAT(wide.text(), Catch::Contains("dtype code 256"));
+  CHECK_FALSE(s.server->kv().storage().contains("wide"));
+  // The documented kinds still work, including a constant fill (a == b).
+  CHECK(s.create(req("u", {InitKind::uniform, 2, 2, 3})).status == Status::ok);
+  CHECK(s.row("u", s.owned[0], 2) == std::vector<float>{2, 2});
+  CHECK(s.create(req("z", {InitKind::normal, 0, 0, 3})).status == Status::ok);
+}
+
+TEST_CASE("sparse_step refuses non-finite optimizer parameters and leaves the rows alone",
+          "[server][bad_input]") {
+  Served s;
+  REQUIRE(
+      s.create(
+           {"emb", DType::float32, RowKind::node, s.num_nodes(), 2, {InitKind::uniform, -1, 1, 7}})
+          .status == Status::ok);
+  const std::int64_t id = s.owned[0];
+  const auto before = s.row("emb", id, 2);
+  const std::int64_t ids[1] = {id};
+  const float grads[2] = {0.5f, -0.25f};
+  auto step = [&](SparseOptimizerParams p) {
+    return s.handle(MsgType::sparse_step, SparseStepRequest{"emb", RowKind::node, 1, p}.encode(),
+                    {std::as_bytes(std::span(ids)), std::as_bytes(std::span(grads))});
+  };
+  for (OptimizerKind k : {OptimizerKind::adagrad, OptimizerKind::adam}) {
+    for (const SparseOptimizerParams p : {SparseOptimizerParams{k, infinity, 1e-10, 0.9, 0.999},
+                                          SparseOptimizerParams{k, not_a_number, 1e-10, 0.9, 0.999},
+                                          SparseOptimizerParams{k, 0.1, infinity, 0.9, 0.999},
+                                          SparseOptimizerParams{k, 0.1, not_a_number, 0.9, 0.999},
+                                          SparseOptimizerParams{k, 0.1, 1e-10, not_a_number, 0.999},
+                                          SparseOptimizerParams{k, 0.1, 1e-10, 0.9, -infinity}}) {
+      INFO("kind " << static_cast<int>(k) << " lr " << p.lr << " eps " << p.eps << " betas "
+                   << p.beta1 << " " << p.beta2);
+      const Reply r = step(p);
+      CHECK(r.status == Status::bad_request);
+      CHECK_THAT(r.text(), Catch::Contains("finite"));
+    }
+  }
+  CHECK(s.row("emb", id, 2) == before);
+  CHECK_FALSE(s.server->kv().storage().contains("emb.adagrad_sum"));
+  REQUIRE(step({OptimizerKind::adagrad, 0.1, 1e-10, 0.9, 0.999}).status == Status::ok);
+  const auto after = s.row("emb", id, 2);
+  CHECK(after != before);
+  CHECK(std::isfinite(after[0]));
+}
+
+TEST_CASE("'.' and '..' are not tensor names, on the wire and in every storage",
+          "[server][bad_input]") {
+  Served s;
+  for (const std::string bad : {".", "..", "node:a/.", "a/../b"}) {
+    INFO(bad);
+    const Reply r = s.create({bad, DType::float32, RowKind::node, s.num_nodes(), 1});
+    CHECK(r.status == Status::bad_request);
+    CHECK_THAT(r.text(), Catch::Contains("'.' or '..'"));
+    CHECK_FALSE(s.server->kv().storage().contains(bad));
+  }
+  // Dots inside a name are fine.
+  CHECK(s.create({"...", DType::float32, RowKind::node, s.num_nodes(), 1}).status == Status::ok);
+  CHECK(s.create({".hidden", DType::float32, RowKind::node, s.num_nodes(), 1}).status ==
+        Status::ok);
+  auto mm = MmapStorage::create_dir(s.tmp / "mm");
+  for (const std::string bad : {".", ".."}) {
+    CHECK_THROWS_AS(mm.create({bad, DType::float32, 1, 1}), InvalidArgument);
+    CHECK_FALSE(mm.contains(bad));
+  }
+  CHECK(mm.create({"...", DType::float32, 1, 1}));
+}
