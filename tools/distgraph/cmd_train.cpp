@@ -98,8 +98,7 @@ NodeClassificationOptions recipe_from(const Args& a) {
   o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
   if (const auto f = a.get("fanouts")) o.fanouts = parse_fanouts(*f);
   o.sampler = a.get_or("sampler", o.sampler);
-  if (std::find(node_classification_samplers.begin(), node_classification_samplers.end(),
-                o.sampler) == node_classification_samplers.end())
+  if (!is_node_classification_sampler(o.sampler))
     throw UsageError("train: --sampler '" + o.sampler + "': expected uniform or labor");
   o.batch_size = a.get_int("batch-size", o.batch_size, 1, 1 << 30);
   o.lr = a.get_double("lr", o.lr, 1e-9, 100);
@@ -223,6 +222,19 @@ void print_result(const nlohmann::json& result, bool json) {
   std::fflush(stdout);
 }
 
+/// Throws UsageError for an option of the homogeneous recipe that a typed run cannot honour
+/// (checked before the dataset is partitioned, and again where a launched trainer starts).
+void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) {
+  if (a.get_or("task", "node") != "node")
+    throw UsageError("train: typed graphs train --task node only");
+  if (recipe.resume)
+    throw UsageError("train: --resume is not available for typed graphs yet (their "
+                     "featureless types' embeddings are not checkpointed)");
+  if (recipe.sampler != "uniform")
+    throw UsageError("train: --sampler " + recipe.sampler +
+                     " is for homogeneous graphs (typed graphs sample per relation)");
+}
+
 /// Runs the task `--task` names on `g` (collective over `groups`).
 template <class Graph>
 NodeClassificationResult run_task(const Args& a, const Graph& g,
@@ -231,13 +243,7 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
                                   const std::optional<std::string>& target) {
   const auto task = a.get_or("task", "node");
   if (target) {
-    if (task != "node") throw UsageError("train: typed graphs train --task node only");
-    if (recipe.resume)
-      throw UsageError("train: --resume is not available for typed graphs yet (their "
-                       "featureless types' embeddings are not checkpointed)");
-    if (recipe.sampler != "uniform")
-      throw UsageError("train: --sampler " + recipe.sampler +
-                       " is for homogeneous graphs (typed graphs sample per relation)");
+    check_typed_recipe(a, recipe);
     const auto o = hetero_recipe_from(a, recipe, *target);
     return train_hetero_node_classification(
         g, o, groups, report ? epoch_printer(a.has("json"), o.epochs) : EpochCallback{});
@@ -459,11 +465,7 @@ int run_train(std::vector<std::string> argv) {
     if (*target != hd.target_ntype)
       throw UsageError("train: --target-ntype '" + *target + "': the dataset labels '" +
                        hd.target_ntype + "' only");
-    if (recipe.resume)
-      throw UsageError("train: --resume is not available for typed graphs yet");
-    if (recipe.sampler != "uniform")
-      throw UsageError("train: --sampler " + recipe.sampler +
-                       " is for homogeneous graphs (typed graphs sample per relation)");
+    check_typed_recipe(args, recipe);
     if (const auto pc = args.get("part-config")) {
       config = fs::absolute(*pc);
       const PartitionConfig c = read_partition_config(config);

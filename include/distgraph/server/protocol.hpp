@@ -70,11 +70,8 @@ struct CreateTensorRequest {
     q.kind = static_cast<RowKind>(r.get<std::uint8_t>());
     q.rows = r.get<std::int64_t>();
     q.cols = r.get<std::int64_t>();
-    const auto init = r.get<std::uint8_t>();
-    if (init > static_cast<std::uint8_t>(InitKind::normal))
-      throw ProtocolError("create_tensor: unknown init kind " + std::to_string(init) +
-                          "; expected 0 (zeros), 1 (uniform) or 2 (normal)");
-    q.init.kind = static_cast<InitKind>(init);
+    // An unknown kind is KVServer::create's to refuse (it checks in-process callers too).
+    q.init.kind = static_cast<InitKind>(r.get<std::uint8_t>());
     q.init.a = r.get<double>();
     q.init.b = r.get<double>();
     q.init.seed = r.get<std::uint64_t>();

@@ -85,6 +85,12 @@ struct NodeClassificationOptions {
 inline constexpr std::array<std::string_view, 2> node_classification_samplers{
     UniformSampler::wire_name, LaborSampler::wire_name};
 
+/// Whether `name` is one of node_classification_samplers.
+inline bool is_node_classification_sampler(std::string_view name) {
+  return std::find(node_classification_samplers.begin(), node_classification_samplers.end(),
+                   name) != node_classification_samplers.end();
+}
+
 /// What a run reached (the content of result.json, plus the per-epoch rows).
 struct NodeClassificationResult {
   Metric metric = Metric::accuracy;
@@ -377,8 +383,7 @@ void check_options(const Options& o) {
   if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
     throw InvalidArgument("train: dropout must be in [0, 1)");
   if constexpr (requires { o.sampler; }) {
-    if (std::find(node_classification_samplers.begin(), node_classification_samplers.end(),
-                  o.sampler) == node_classification_samplers.end())
+    if (!is_node_classification_sampler(o.sampler))
       throw InvalidArgument("train: sampler '" + o.sampler + "'; expected uniform or labor");
   }
 }
