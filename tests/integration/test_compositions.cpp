@@ -137,7 +137,8 @@ TEST_CASE("launch names a server program that does not exist or exits at once",
     INFO(p.output());
     REQUIRE(st.has_value());
     CHECK(WEXITSTATUS(*st) != 0);
-    CHECK_THAT(p.output(), Catch::Contains("server 0.0"));
+    // Every server runs /bin/false; whichever exit the launcher reaps first is the one it names.
+    CHECK(find(p.output(), "server ([0-9]+)\\.0 \\(pid [0-9]+\\) exited with status 1") != "");
     CHECK(none_left(c.tmp.path().string(), 10s));
   }
 }
