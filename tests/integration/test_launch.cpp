@@ -4,8 +4,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -150,6 +152,95 @@ TEST_CASE("SIGTERM and SIGKILL to the launcher leave no process behind",
     CHECK(WEXITSTATUS(*st) == 128 + SIGTERM);
   }
   CHECK(none_left(job.marker(), 15s));
+}
+
+namespace {
+
+/// The launch command with the launcher's default grace period (Job::launch shortens it).
+std::vector<std::string> with_default_grace(std::vector<std::string> cmd) {
+  const auto at = std::find(cmd.begin(), cmd.end(), "--grace-ms");
+  if (at != cmd.end()) cmd.erase(at, at + 2);
+  return cmd;
+}
+
+/// Reads the launcher's output until `count` trainers printed "started <pid>"; returns
+/// each trainer label's pid ("trainer 1.0" -> pid).
+std::map<std::string, int> started_trainers(ChildProcess& launcher, std::size_t count) {
+  std::map<std::string, int> pids;
+  static const std::regex re(R"(\[(trainer [0-9]+\.[0-9]+)\] started ([0-9]+))");
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (pids.size() < count && std::chrono::steady_clock::now() < deadline) {
+    const auto line = launcher.read_line(1000ms);
+    std::smatch m;
+    if (line && std::regex_search(*line, m, re)) pids[m[1].str()] = std::stoi(m[2].str());
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("a killed trainer whose child ignores SIGTERM and holds its output ends the job",
+          "[integration][net][launch][fault]") {
+  // The reproduction from the hardening issue: the trainer's sh is SIGKILLed while its own
+  // child (which ignores SIGTERM, as does the sh of every other trainer) keeps the trainer's
+  // output pipe open. The job must end within 15 s with the default grace period.
+  Job job(2);
+  ChildProcess launcher(with_default_grace(
+      job.launch(2, 2, {"/bin/sh", "-c", "trap '' TERM; echo started $$; sleep 300; true"})));
+  const auto pids = started_trainers(launcher, 4);
+  REQUIRE(pids.size() == 4);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(::kill(pids.at("trainer 1.1"), SIGKILL) == 0);
+  const auto st = launcher.wait(60s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  INFO(launcher.output());
+  REQUIRE(st.has_value());
+  CHECK(WEXITSTATUS(*st) == 1);
+  CHECK(took < 15s);
+  CHECK_THAT(launcher.output(),
+             Catch::Contains("trainer 1.1 (pid " + std::to_string(pids.at("trainer 1.1")) +
+                             ") was killed by signal 9"));
+  // The launcher returns once every tree is reaped: nothing is left even momentarily.
+  CHECK(processes_mentioning(job.marker()).empty());
+  for (auto base : job.bases) {
+    CHECK_FALSE(port_listening(base));
+    CHECK_FALSE(port_listening(static_cast<std::uint16_t>(base + 1)));
+  }
+}
+
+TEST_CASE("SIGKILL to the launcher takes every descendant, in other sessions too",
+          "[integration][net][launch][fault]") {
+  Job job(1);
+  // Each trainer leaves a grandchild that ignores SIGTERM and one in a session of its own
+  // (outside the trainer's process group), then waits.
+  ChildProcess launcher(with_default_grace(job.launch(
+      1, 1,
+      {"/bin/sh", "-c", "trap '' TERM; setsid sleep 301 & sleep 302 & echo started $$; wait"})));
+  REQUIRE(started_trainers(launcher, 2).size() == 2);
+  // 2 servers, 2 trainers, 4 grandchildren (and the keepers, which carry the launcher's
+  // arguments).
+  REQUIRE(processes_mentioning(job.marker()).size() >= 8);
+  const auto start = std::chrono::steady_clock::now();
+  launcher.signal(SIGKILL);
+  REQUIRE(launcher.wait(30s).has_value());
+  CHECK(none_left(job.marker(), 15s));
+  CHECK(std::chrono::steady_clock::now() - start < 15s);
+  for (auto base : job.bases) CHECK_FALSE(port_listening(base));
+}
+
+TEST_CASE("a trainer that succeeds but leaves a child behind still ends the job cleanly",
+          "[integration][net][launch][fault]") {
+  Job job(1);
+  ChildProcess launcher(with_default_grace(
+      job.launch(1, 1, {"/bin/sh", "-c", "(trap '' TERM; exec sleep 303) & echo started $$"})));
+  const auto start = std::chrono::steady_clock::now();
+  const auto st = launcher.wait(60s);
+  INFO(launcher.output());
+  REQUIRE(st.has_value());
+  CHECK(WIFEXITED(*st));
+  CHECK(WEXITSTATUS(*st) == 0);
+  CHECK(std::chrono::steady_clock::now() - start < 15s);
+  CHECK(processes_mentioning(job.marker()).empty());
 }
 
 TEST_CASE("launch refuses bad configurations with a message naming the problem",

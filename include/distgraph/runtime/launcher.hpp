@@ -4,8 +4,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,13 +19,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/runtime/detail/output_pump.hpp"
+#include "distgraph/runtime/detail/process_keeper.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/transport/asio_transport.hpp"
@@ -59,9 +62,12 @@ struct LaunchProcess {
   std::vector<std::string> env;   ///< KEY=VALUE added to the environment
   std::vector<std::string> argv;  ///< the command as run here (ssh ... for remote)
   bool remote = false;
-  pid_t pid = -1;
-  bool running = false;
-  int status = 0;
+  pid_t pid = -1;         ///< the program (not its keeper)
+  pid_t keeper = -1;      ///< its keeper while alive (runtime/detail/process_keeper.hpp)
+  int records = -1;       ///< the keeper's record pipe while alive
+  bool running = false;   ///< started and not yet reported ended
+  bool reported = false;  ///< its end was handled by the launcher
+  int status = 0;         ///< wait status of the program once ended
 };
 
 /// Single-quotes `s` for a POSIX shell.
@@ -218,207 +224,308 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
   return procs;
 }
 
-/// Runs a launch to the end (see docs/RUNTIME.md): starts every process with its output
-/// prefixed by its label, forwards SIGINT/SIGTERM, shuts the servers down once every
-/// trainer exited 0 (a shutdown request, then SIGTERM after shutdown_grace, SIGKILL after
-/// grace) and returns 0; when any process fails, stops all the others (SIGTERM, SIGKILL
-/// after grace), names the failed one and returns 1 (128 + signal when the launcher was
-/// signalled). Children die with the launcher even when it is SIGKILLed (parent-death
-/// signal). Must be called from the main thread before other threads exist: it blocks
-/// SIGCHLD/SIGINT/SIGTERM in the calling thread.
+namespace detail {
+
+/// One run of a launch: the steps of run_launch (start, watch, shut down, stop), sharing
+/// the processes, their keepers and the output pump.
+class LaunchRun {
+ public:
+  LaunchRun(const LaunchOptions& o, std::vector<LaunchProcess> procs, std::FILE* out)
+      : o_(o), procs_(std::move(procs)), pump_(out, out_mu_) {
+    sigemptyset(&watched_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&watched_, s);
+    pthread_sigmask(SIG_BLOCK, &watched_, &old_mask_);
+    signals_ = ::signalfd(-1, &watched_, SFD_NONBLOCK | SFD_CLOEXEC);
+    int life[2];
+    if (signals_ < 0 || ::pipe2(life, O_CLOEXEC) != 0) {
+      const int e = errno;
+      restore();
+      throw IoError("launch",
+                    std::string("cannot set up signal and life pipes: ") + std::strerror(e));
+    }
+    life_read_ = life[0];
+    life_write_ = life[1];
+    streams_.resize(procs_.size(), 0);
+  }
+  LaunchRun(const LaunchRun&) = delete;
+  LaunchRun& operator=(const LaunchRun&) = delete;
+  ~LaunchRun() {
+    // Only on an exception: make sure no tree outlives us (closing `life` would too).
+    if (any_kept(false)) {
+      signal_keepers(keeper_kill, false);
+      wait_gone(deadline_in(std::chrono::seconds(10)), false);
+    }
+    pump_.join(std::chrono::milliseconds(0));
+    restore();
+  }
+
+  int run() {
+    if (!start_all()) return end(1);
+    if (const auto failed = watch_trainers()) return end(*failed);
+    request_shutdown();
+    const int code = stop_servers();
+    // What finished trainers left behind: their keepers end it within the grace period.
+    if (!wait_gone(deadline_in(o_.grace + std::chrono::seconds(1)), false)) stop_all();
+    return end(code);
+  }
+
+ private:
+  /// Starts every process under a keeper; on failure stops what started.
+  bool start_all() {
+    try {
+      for (std::size_t i = 0; i < procs_.size(); ++i) start(i);
+      return true;
+    } catch (const std::exception& e) {
+      say(std::string("could not start every process: ") + e.what());
+      stop_all();
+      return false;
+    }
+  }
+
+  void start(std::size_t i) {
+    LaunchProcess& p = procs_[i];
+    const ExecPlan plan(p.argv, p.remote ? std::vector<std::string>{} : p.env,
+                        o_.workspace.string(), old_mask_);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw IoError("pipe", std::strerror(errno));
+    KeptProcess k;
+    try {
+      k = start_kept(plan, fds[1], life_read_, o_.grace);
+    } catch (...) {
+      ::close(fds[0]);
+      throw;
+    }
+    p.pid = k.program;
+    p.keeper = k.keeper;
+    p.records = k.records;
+    p.running = true;
+    streams_[i] = pump_.add(fds[0], p.label);
+  }
+
+  /// Waits until every trainer exited 0 (nullopt), or returns the launch's exit code after
+  /// stopping everything: 1 when a process failed, 128 + N on signal N.
+  std::optional<int> watch_trainers() {
+    std::size_t trainers_left = 0;
+    for (const auto& p : procs_) trainers_left += p.server ? 0 : 1;
+    while (trainers_left > 0) {
+      if (const int sig = wait_events(deadline_in(std::chrono::seconds(1)))) {
+        say(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+            "; stopping every process");
+        stop_all();
+        return 128 + sig;
+      }
+      for (LaunchProcess* p : take_ended()) {
+        const bool ok = WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
+        if (!p->server && ok) {
+          --trainers_left;
+          continue;
+        }
+        say(p->label + " (pid " + std::to_string(p->pid) + ") " + describe_status(p->status) +
+            "; stopping every process");
+        stop_all();
+        return 1;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Every trainer succeeded: asks every server to shut down (a failed request is said and
+  /// left to stop_servers' signals).
+  void request_shutdown() {
+    try {
+      const IpConfig ip = read_ip_config(o_.ip_config, o_.servers);
+      AsioTransportOptions to;
+      to.connect_timeout = std::chrono::seconds(5);
+      if (!o_.secret_file.empty()) to.secret = read_secret_file(o_.secret_file);
+      AsioTransport t(ip.all_servers(o_.servers), to);
+      std::vector<PendingCall> calls;
+      for (int s = 0; s < t.num_servers(); ++s)
+        calls.push_back(t.send(s, MsgType::shutdown, Message{}));
+      const auto d = deadline_in(std::chrono::seconds(5));
+      for (auto& c : calls) {
+        try {
+          c.get(d);
+        } catch (const Error&) {
+        }
+      }
+    } catch (const Error& e) {
+      say(std::string("shutdown request failed (") + e.what() + "); terminating the servers");
+    }
+  }
+
+  /// Waits for the servers to leave after the shutdown request, then insists; returns 0 when
+  /// every server exited 0.
+  int stop_servers() {
+    if (!wait_gone(deadline_in(o_.shutdown_grace), true)) {
+      say("servers still running after the shutdown request; sending SIGTERM");
+      stop(true);
+    }
+    int code = 0;
+    for (const auto& p : procs_)
+      if (p.server && !(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0)) {
+        say(p.label + " " + describe_status(p.status) + " during shutdown");
+        code = 1;
+      }
+    return code;
+  }
+
+  void stop_all() { stop(false); }
+
+  /// SIGTERM to each (selected) tree, SIGKILL after the grace period; returns once every
+  /// keeper is gone (a keeper that outlives 10 s more is killed itself).
+  void stop(bool servers_only) {
+    signal_keepers(keeper_terminate, servers_only);
+    if (wait_gone(deadline_in(o_.grace), servers_only)) return;
+    signal_keepers(keeper_kill, servers_only);
+    if (wait_gone(deadline_in(std::chrono::seconds(10)), servers_only)) return;
+    signal_keepers(SIGKILL, servers_only);
+    wait_gone(deadline_in(std::chrono::seconds(2)), servers_only);
+  }
+
+  /// Waits until no (selected) keeper is left or `deadline`; true if none is left.
+  bool wait_gone(Deadline deadline, bool servers_only) {
+    for (;;) {
+      poll_records();
+      reap_keepers();
+      if (!any_kept(servers_only)) return true;
+      if (ms_left(deadline) <= 0) return false;
+      wait_events(deadline);  // a signal here changes nothing: we are stopping already
+    }
+  }
+
+  /// Blocks until a signal, a record or `deadline` (at most 1 s); returns SIGINT/SIGTERM
+  /// when the launcher received one, else 0. SIGCHLD only wakes it.
+  int wait_events(Deadline deadline) {
+    std::vector<pollfd> fds{{signals_, POLLIN, 0}};
+    for (const auto& p : procs_)
+      if (p.records >= 0) fds.push_back({p.records, POLLIN, 0});
+    const auto left = std::min<long long>(ms_left(deadline), 1000);
+    ::poll(fds.data(), fds.size(), static_cast<int>(left));
+    int received = 0;
+    signalfd_siginfo si{};
+    while (::read(signals_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
+        received = static_cast<int>(si.ssi_signo);
+    return received;
+  }
+
+  /// Processes whose end was reported since the last call (by their keeper's record, or by
+  /// the keeper's own end when it died without one).
+  std::vector<LaunchProcess*> take_ended() {
+    poll_records();
+    reap_keepers();
+    std::vector<LaunchProcess*> out;
+    for (auto& p : procs_)
+      if (!p.running && !p.reported) {
+        p.reported = true;
+        out.push_back(&p);
+      }
+    return out;
+  }
+
+  void poll_records() {
+    for (auto& p : procs_) {
+      KeeperRecord r{};
+      while (p.records >= 0 && ::read(p.records, &r, sizeof r) == static_cast<ssize_t>(sizeof r))
+        if (r.kind == keeper_ended && p.running) {
+          p.running = false;
+          p.status = r.value;
+        }
+    }
+  }
+
+  void reap_keepers() {
+    int st = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0)
+      for (std::size_t i = 0; i < procs_.size(); ++i) {
+        LaunchProcess& p = procs_[i];
+        if (p.keeper != pid) continue;
+        poll_records();
+        if (p.running) {  // the keeper died before reporting: its status is all we know
+          p.running = false;
+          p.status = st;
+        }
+        p.keeper = -1;
+        ::close(p.records);
+        p.records = -1;
+        pump_.tree_gone(streams_[i], output_linger);
+      }
+  }
+
+  bool any_kept(bool servers_only) const {
+    for (const auto& p : procs_)
+      if (p.keeper > 0 && (!servers_only || p.server)) return true;
+    return false;
+  }
+
+  void signal_keepers(int sig, bool servers_only) {
+    for (const auto& p : procs_)
+      if (p.keeper > 0 && (!servers_only || p.server)) ::kill(p.keeper, sig);
+  }
+
+  void say(const std::string& line) {
+    std::lock_guard lock(out_mu_);
+    std::fprintf(stderr, "distgraph launch: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+
+  int end(int code) {
+    pump_.join(output_linger);
+    return code;
+  }
+
+  void restore() {
+    if (signals_ >= 0) ::close(signals_);
+    if (life_read_ >= 0) ::close(life_read_);
+    if (life_write_ >= 0) ::close(life_write_);
+    signals_ = life_read_ = life_write_ = -1;
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+
+  /// How long output may still arrive after a process tree is gone.
+  static constexpr std::chrono::milliseconds output_linger{1000};
+
+  const LaunchOptions& o_;
+  std::vector<LaunchProcess> procs_;
+  std::mutex out_mu_;
+  OutputPump pump_;
+  std::vector<std::size_t> streams_;  ///< pump stream of each process
+  sigset_t watched_{}, old_mask_{};
+  int signals_ = -1;                      ///< signalfd of SIGCHLD, SIGINT, SIGTERM
+  int life_read_ = -1, life_write_ = -1;  ///< hangs up in every keeper when we are gone
+};
+
+}  // namespace detail
+
+/// Prints the commands a dry run would start, one line each with its environment.
+inline void print_launch(const std::vector<LaunchProcess>& procs, std::FILE* out) {
+  for (const auto& p : procs) {
+    std::fprintf(out, "[%s]%s", p.label.c_str(), p.remote ? " (ssh)" : "");
+    if (!p.remote)
+      for (const auto& e : p.env) std::fprintf(out, " %s", shell_quote(e).c_str());
+    for (const auto& a : p.argv) std::fprintf(out, " %s", shell_quote(a).c_str());
+    std::fprintf(out, "\n");
+  }
+}
+
+/// Runs a launch to the end (see docs/RUNTIME.md): starts every process, each under a
+/// keeper that holds its whole process tree, with output prefixed by its label; forwards
+/// SIGINT/SIGTERM; shuts the servers down once every trainer exited 0 (a shutdown request,
+/// then SIGTERM after shutdown_grace, SIGKILL after grace) and returns 0; when any process
+/// fails, stops every tree (SIGTERM, SIGKILL after grace), names the failed process and
+/// returns 1 (128 + signal when the launcher was signalled). Every descendant dies with the
+/// launcher even when it is SIGKILLed (the keepers see their life pipe hang up). Must be
+/// called from the main thread before other threads exist: it blocks SIGCHLD/SIGINT/SIGTERM
+/// in the calling thread (restored on return).
 inline int run_launch(const LaunchOptions& o, std::FILE* out = stdout) {
   auto procs = plan_launch(o);
   if (o.dry_run) {
-    for (const auto& p : procs) {
-      std::fprintf(out, "[%s]%s", p.label.c_str(), p.remote ? " (ssh)" : "");
-      if (!p.remote)
-        for (const auto& e : p.env) std::fprintf(out, " %s", shell_quote(e).c_str());
-      for (const auto& a : p.argv) std::fprintf(out, " %s", shell_quote(a).c_str());
-      std::fprintf(out, "\n");
-    }
+    print_launch(procs, out);
     return 0;
   }
-  sigset_t watched, old;
-  sigemptyset(&watched);
-  sigaddset(&watched, SIGCHLD);
-  sigaddset(&watched, SIGINT);
-  sigaddset(&watched, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &watched, &old);
-  const pid_t launcher = ::getpid();
-  std::mutex out_mu;
-  std::vector<std::thread> readers;
-  auto start = [&](LaunchProcess& p) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw IoError("pipe", std::strerror(errno));
-    const pid_t pid = ::fork();
-    if (pid < 0) throw IoError("fork", std::strerror(errno));
-    if (pid == 0) {
-      // Child: its own process group (signals reach its children too), dies with the
-      // launcher, default signal mask, output into the pipe.
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != launcher) ::_exit(127);
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      ::dup2(fds[1], 1);
-      ::dup2(fds[1], 2);
-      if (!o.workspace.empty() && ::chdir(o.workspace.c_str()) != 0) {
-        std::fprintf(stderr, "cannot enter workspace %s: %s\n", o.workspace.c_str(),
-                     std::strerror(errno));
-        ::_exit(127);
-      }
-      if (!p.remote)
-        for (const auto& e : p.env) ::putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (const auto& a : p.argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    p.pid = pid;
-    p.running = true;
-    readers.emplace_back([fd = fds[0], label = p.label, out, &out_mu] {
-      std::string buf;
-      char chunk[4096];
-      for (;;) {
-        const auto n = ::read(fd, chunk, sizeof chunk);
-        if (n <= 0) break;
-        buf.append(chunk, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = buf.find('\n')) != std::string::npos) {
-          std::lock_guard lock(out_mu);
-          std::fprintf(out, "[%s] %.*s\n", label.c_str(), static_cast<int>(nl), buf.data());
-          std::fflush(out);
-          buf.erase(0, nl + 1);
-        }
-      }
-      if (!buf.empty()) {
-        std::lock_guard lock(out_mu);
-        std::fprintf(out, "[%s] %s\n", label.c_str(), buf.c_str());
-      }
-      ::close(fd);
-    });
-  };
-  auto say = [&](const std::string& line) {
-    std::lock_guard lock(out_mu);
-    std::fprintf(stderr, "distgraph launch: %s\n", line.c_str());
-    std::fflush(stderr);
-  };
-  auto reap = [&]() -> LaunchProcess* {
-    int st = 0;
-    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
-    if (pid <= 0) return nullptr;
-    for (auto& p : procs)
-      if (p.pid == pid) {
-        p.running = false;
-        p.status = st;
-        return &p;
-      }
-    return nullptr;
-  };
-  auto any_running = [&](bool servers_only) {
-    for (const auto& p : procs)
-      if (p.running && (!servers_only || p.server)) return true;
-    return false;
-  };
-  // Waits for children until none (of the kind) run or `deadline`; true if all ended.
-  auto wait_all = [&](Deadline deadline, bool servers_only) {
-    while (any_running(servers_only)) {
-      while (reap()) {
-      }
-      if (!any_running(servers_only)) break;
-      const auto left = ms_left(deadline);
-      if (left <= 0) return false;
-      timespec ts{static_cast<time_t>(std::min<long long>(left, 100) / 1000),
-                  static_cast<long>(std::min<long long>(left, 100) % 1000) * 1'000'000};
-      sigtimedwait(&watched, nullptr, &ts);
-    }
-    return true;
-  };
-  auto signal_all = [&](int sig, bool servers_only) {
-    for (auto& p : procs)
-      if (p.running && (!servers_only || p.server)) ::kill(-p.pid, sig);
-  };
-  auto stop_all = [&] {
-    signal_all(SIGTERM, false);
-    if (!wait_all(deadline_in(o.grace), false)) {
-      signal_all(SIGKILL, false);
-      wait_all(deadline_in(std::chrono::seconds(10)), false);
-    }
-  };
-  auto finish = [&](int code) {
-    for (auto& t : readers) t.join();
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return code;
-  };
-
-  try {
-    for (auto& p : procs) start(p);
-  } catch (const std::exception& e) {
-    say(std::string("could not start every process: ") + e.what());
-    stop_all();
-    return finish(1);
-  }
-  std::size_t trainers_left = 0;
-  for (const auto& p : procs) trainers_left += p.server ? 0 : 1;
-  while (trainers_left > 0) {
-    siginfo_t info{};
-    timespec ts{1, 0};
-    const int sig = sigtimedwait(&watched, &info, &ts);
-    if (sig == SIGINT || sig == SIGTERM) {
-      say(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-          "; stopping every process");
-      stop_all();
-      return finish(128 + sig);
-    }
-    while (LaunchProcess* p = reap()) {
-      const bool ok = WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
-      if (!p->server && ok) {
-        --trainers_left;
-        continue;
-      }
-      say(p->label + " (pid " + std::to_string(p->pid) + ") " + detail::describe_status(p->status) +
-          "; stopping every process");
-      stop_all();
-      return finish(1);
-    }
-  }
-  // Every trainer succeeded: ask the servers to shut down, then insist.
-  try {
-    const IpConfig ip = read_ip_config(o.ip_config, o.servers);
-    AsioTransportOptions to;
-    to.connect_timeout = std::chrono::seconds(5);
-    if (!o.secret_file.empty()) to.secret = read_secret_file(o.secret_file);
-    AsioTransport t(ip.all_servers(o.servers), to);
-    std::vector<PendingCall> calls;
-    for (int s = 0; s < t.num_servers(); ++s)
-      calls.push_back(t.send(s, MsgType::shutdown, Message{}));
-    const auto d = deadline_in(std::chrono::seconds(5));
-    for (auto& c : calls) {
-      try {
-        c.get(d);
-      } catch (const Error&) {
-      }
-    }
-  } catch (const Error& e) {
-    say(std::string("shutdown request failed (") + e.what() + "); terminating the servers");
-  }
-  if (!wait_all(deadline_in(o.shutdown_grace), true)) {
-    say("servers still running after the shutdown request; sending SIGTERM");
-    signal_all(SIGTERM, true);
-    if (!wait_all(deadline_in(o.grace), true)) {
-      signal_all(SIGKILL, true);
-      wait_all(deadline_in(std::chrono::seconds(10)), true);
-    }
-  }
-  int code = 0;
-  for (const auto& p : procs)
-    if (p.server && !(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0)) {
-      say(p.label + " " + detail::describe_status(p.status) + " during shutdown");
-      code = 1;
-    }
-  return finish(code);
+  detail::LaunchRun run(o, std::move(procs), out);
+  return run.run();
 }
 
 }  // namespace distgraph
