@@ -187,6 +187,35 @@ TEST_CASE("sparse_step refuses non-finite optimizer parameters and leaves the ro
   CHECK(std::isfinite(after[0]));
 }
 
+TEST_CASE("sparse_step refuses non-finite gradients and changes no row of the step",
+          "[server][bad_input]") {
+  Served s;
+  REQUIRE(
+      s.create(
+           {"emb", DType::float32, RowKind::node, s.num_nodes(), 2, {InitKind::uniform, -1, 1, 7}})
+          .status == Status::ok);
+  const std::int64_t ids[2] = {s.owned[0], s.owned[1]};
+  const auto before0 = s.row("emb", ids[0], 2), before1 = s.row("emb", ids[1], 2);
+  for (OptimizerKind k : {OptimizerKind::adagrad, OptimizerKind::adam}) {
+    for (const float bad : {static_cast<float>(infinity), static_cast<float>(-infinity),
+                            static_cast<float>(not_a_number)}) {
+      INFO("kind " << static_cast<int>(k) << " gradient " << bad);
+      // The first row's gradient is fine: it must not be applied either.
+      const float grads[4] = {0.5f, -0.25f, 0.125f, bad};
+      const Reply r = s.handle(
+          MsgType::sparse_step,
+          SparseStepRequest{"emb", RowKind::node, 2, {k, 0.1, 1e-10, 0.9, 0.999}}.encode(),
+          {std::as_bytes(std::span(ids)), std::as_bytes(std::span(grads))});
+      CHECK(r.status == Status::bad_request);
+      CHECK_THAT(r.text(), Catch::Contains("gradients must be finite") &&
+                               Catch::Contains("request's row 1"));
+    }
+  }
+  CHECK(s.row("emb", ids[0], 2) == before0);
+  CHECK(s.row("emb", ids[1], 2) == before1);
+  CHECK_FALSE(s.server->kv().storage().contains("emb.adagrad_sum"));
+}
+
 TEST_CASE("'.' and '..' are not tensor names, on the wire and in every storage",
           "[server][bad_input]") {
   Served s;

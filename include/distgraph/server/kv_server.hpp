@@ -337,6 +337,13 @@ class KVServer {
     const bool adam = q.params.kind == OptimizerKind::adam;
     if (!adam && q.params.kind != OptimizerKind::adagrad)
       throw ProtocolError("sparse_step: unknown optimizer kind");
+    // One inf or NaN would poison the row and its optimizer state for good: refuse the
+    // whole step before any row changes.
+    for (std::size_t k = 0; k < grads.size(); ++k)
+      if (!std::isfinite(grads[k]))
+        throw InvalidArgument("sparse_step '" + q.name + "': gradient " + num(grads[k]) +
+                              " for the request's row " + std::to_string(k / cols) +
+                              "; gradients must be finite");
     // Lazily created per-row state, named after the embedding (saved with it).
     const std::string s1 =
         q.name + std::string(adam ? SparseState::adam_m : SparseState::adagrad_sum);
