@@ -84,6 +84,37 @@ TEST_CASE("pulling node features through three servers returns each node's input
           f.data.label[static_cast<std::size_t>(f.orig_of[static_cast<std::size_t>(ids[i])])]);
 }
 
+TEST_CASE("remote_traffic counts the rows and bytes pulled from other machines only", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  const auto everything = cluster.client<RangePartitionBook>();
+  // The same cluster seen from machine 1: its own partition's rows cross no network.
+  ClusterLayout layout = everything->layout();
+  layout.machine_id = 1;
+  const auto on_machine_1 =
+      std::make_shared<Client>(cluster.transport(), everything->book(), layout);
+  const auto ids = shuffled_ids(f.data.num_nodes, 3);
+  std::vector<std::int32_t> owner(ids.size());
+  everything->book().node_partition(ids, owner);
+  const auto remote_from_1 = std::count_if(owner.begin(), owner.end(), [](std::int32_t p) {
+    return p != 1;
+  });
+  REQUIRE(remote_from_1 > 0);
+  REQUIRE(remote_from_1 < static_cast<std::int64_t>(ids.size()));
+  const auto row_bytes = static_cast<std::int64_t>(f.data.feat_dim * sizeof(float));
+  for (const auto& [client, remote] :
+       {std::pair{everything, static_cast<std::int64_t>(ids.size())},
+        std::pair{on_machine_1, static_cast<std::int64_t>(remote_from_1)}}) {
+    CHECK(client->remote_traffic().rows == 0);
+    const auto feat =
+        DistTensor<float, Client>::open(client, node_data_name("feat"), RowKind::node);
+    (void)feat.pull(ids);
+    (void)feat.pull(std::span(ids).first(0));  // nothing requested, nothing counted
+    CHECK(client->remote_traffic().rows == remote);
+    CHECK(client->remote_traffic().bytes == remote * row_bytes);
+  }
+}
+
 TEST_CASE("push replaces rows on their owners and push_add accumulates duplicates", "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);

@@ -145,9 +145,20 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   std::string line;
   std::getline(csv, line);
   CHECK(line ==
-        "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s");
+        "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
+        "remote_rows,remote_bytes");
   int rows = 0;
-  while (std::getline(csv, line)) rows += line.empty() ? 0 : 1;
+  while (std::getline(csv, line)) {
+    if (line.empty()) continue;
+    ++rows;
+    // Two machines: every epoch's batches need some rows of the other one (features of
+    // at least 4 bytes each).
+    const auto remote_bytes = std::stoll(line.substr(line.rfind(',') + 1));
+    const auto head = line.substr(0, line.rfind(','));
+    const auto remote_rows = std::stoll(head.substr(head.rfind(',') + 1));
+    CHECK(remote_rows > 0);
+    CHECK(remote_bytes >= 4 * remote_rows);
+  }
   CHECK(rows == 50);
   const auto svg = read_text(out / "curves.svg");
   CHECK(svg.rfind("<svg", 0) == 0);
@@ -223,6 +234,8 @@ TEST_CASE("distgraph train --standalone --json prints a line per epoch and the r
     CHECK(lines[static_cast<std::size_t>(e)]["epoch"] == e);
     CHECK(lines[static_cast<std::size_t>(e)]["loss"].get<double>() > 0);
     CHECK(lines[static_cast<std::size_t>(e)]["epoch_s"].get<double>() > 0);
+    // Standalone: every partition's rows count (what a network would carry).
+    CHECK(lines[static_cast<std::size_t>(e)]["remote_rows"].get<std::int64_t>() > 0);
   }
   CHECK(lines[5]["mode"] == "standalone");
   CHECK(lines[5]["trainers"] == 1);

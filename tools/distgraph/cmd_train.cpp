@@ -179,7 +179,9 @@ nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
           {"sample_s", r.sample_s},
           {"fetch_s", r.fetch_s},
           {"compute_s", r.compute_s},
-          {"allreduce_s", r.allreduce_s}};
+          {"allreduce_s", r.allreduce_s},
+          {"remote_rows", r.remote_rows},
+          {"remote_bytes", r.remote_bytes}};
 }
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
@@ -192,11 +194,11 @@ EpochCallback epoch_printer(bool json, std::int64_t epochs) {
     } else {
       std::printf(
           "%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
-          "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f)%s",
+          "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f; remote %.1f MB)%s",
           tty ? "\r\033[K" : "", static_cast<long long>(r.epoch + 1),
           static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, r.val_metric,
           r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
-          tty && r.epoch + 1 < epochs ? "" : "\n");
+          static_cast<double>(r.remote_bytes) / 1e6, tty && r.epoch + 1 < epochs ? "" : "\n");
     }
     std::fflush(stdout);
   };

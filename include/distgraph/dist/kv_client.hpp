@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,14 @@ struct ClusterLayout {
 /// Per-call settings.
 struct ClientOptions {
   std::chrono::milliseconds timeout{60'000};  ///< deadline of every call
+};
+
+/// Rows and bytes a client pulled from the servers of other machines than its own (all
+/// servers when it has no machine): what a network carries for it. Counted when the
+/// replies arrive; totals since the client was made.
+struct RemoteTraffic {
+  std::int64_t rows = 0;
+  std::int64_t bytes = 0;
 };
 
 /// The trainer side of the KV protocol over transport `T`, for a graph partitioned under
@@ -86,6 +95,11 @@ class KVClient {
   const std::shared_ptr<S>& colocated() const noexcept { return colocated_; }
   T& transport() noexcept { return *transport_; }
   Deadline deadline() const { return deadline_in(options_.timeout); }
+  /// What pull() has fetched from other machines so far (copies of a client share it).
+  RemoteTraffic remote_traffic() const noexcept {
+    return {traffic_->rows.load(std::memory_order_relaxed),
+            traffic_->bytes.load(std::memory_order_relaxed)};
+  }
 
   /// Flat index of the server this trainer uses for partition `part`.
   int server_for(std::int32_t part, bool main = false) const {
@@ -232,6 +246,10 @@ class KVClient {
         std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
       else
         g.scatter(k, r.body.parts[0], out, row_bytes);
+      if (g.parts[k] != layout_.machine_id) {
+        traffic_->rows.fetch_add(static_cast<std::int64_t>(g.count(k)), std::memory_order_relaxed);
+        traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
+      }
     });
   }
 
@@ -467,6 +485,10 @@ class KVClient {
   ClusterLayout layout_;
   std::shared_ptr<S> colocated_;
   ClientOptions options_;
+  struct TrafficCounters {
+    std::atomic<std::int64_t> rows{0}, bytes{0};
+  };
+  std::shared_ptr<TrafficCounters> traffic_ = std::make_shared<TrafficCounters>();
 };
 
 }  // namespace distgraph

@@ -355,6 +355,7 @@ NodeClassificationResult train_hetero_node_classification(
     EpochStats st;
     trainer.check_batch_count(train_loader.num_batches());
     trainer.model()->train();
+    const RemoteTraffic before = detail::remote_traffic_of(g);
     train_loader.begin_epoch(e);
     double loss_sum = 0, total = 0;
     detail::MetricAccumulator acc;
@@ -378,7 +379,9 @@ NodeClassificationResult train_hetero_node_classification(
       total += n;
       st.compute_s += clock.seconds();
     }
-    std::vector<double> sums{loss_sum, total};
+    const RemoteTraffic after = detail::remote_traffic_of(g);
+    std::vector<double> sums{loss_sum, total, static_cast<double>(after.rows - before.rows),
+                             static_cast<double>(after.bytes - before.bytes)};
     if (trainer.group()) sums = all_reduce_sum(*trainer.group(), sums, trainer.collective_timeout());
     const EvalResult m = acc.reduce(trainer.group(), metric, trainer.collective_timeout());
     metric = m.metric;
@@ -393,7 +396,9 @@ NodeClassificationResult train_hetero_node_classification(
                        .sample_s = st.sample_s,
                        .fetch_s = st.fetch_s,
                        .compute_s = st.compute_s - st.allreduce_s,
-                       .allreduce_s = st.allreduce_s};
+                       .allreduce_s = st.allreduce_s,
+                       .remote_rows = static_cast<std::int64_t>(sums[2]),
+                       .remote_bytes = static_cast<std::int64_t>(sums[3])};
     if (rank == 0)
       detail::publish_epoch(
           res, row, metric, o.out, trainer, identity,

@@ -207,6 +207,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
     trainer.check_batch_count(train_loader.num_batches());
     detail::MetricAccumulator acc;
     double loss_sum = 0, pairs = 0;
+    const RemoteTraffic before = detail::remote_traffic_of(g);
     train_loader.begin_epoch(e);
     while (auto b = train_loader.next()) {
       row.sample_s += b->timings.sample_s;
@@ -224,9 +225,13 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
       detail::add_pairs(acc, pos, neg);
       row.compute_s += clock.seconds() - reduce_s;
     }
-    std::vector<double> sums{loss_sum, pairs};
+    const RemoteTraffic after = detail::remote_traffic_of(g);
+    std::vector<double> sums{loss_sum, pairs, static_cast<double>(after.rows - before.rows),
+                             static_cast<double>(after.bytes - before.bytes)};
     if (group) sums = all_reduce_sum(*group, sums, o.collective_timeout);
     row.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    row.remote_rows = static_cast<std::int64_t>(sums[2]);
+    row.remote_bytes = static_cast<std::int64_t>(sums[3]);
     row.train_metric = acc.reduce(trainer.group(), Metric::roc_auc, o.collective_timeout).value;
     row.epoch_s = epoch_clock.seconds();
     val = evaluate(val_loader, e);

@@ -399,6 +399,16 @@ inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, st
   return (z ^ (z >> 31)) >> 1;  // torch::manual_seed keeps it as a signed value
 }
 
+/// What `g`'s client has pulled from other machines so far (nothing for graphs without a
+/// KV client).
+template <class Graph>
+RemoteTraffic remote_traffic_of(const Graph& g) {
+  if constexpr (requires { g.client().remote_traffic(); })
+    return g.client().remote_traffic();
+  else
+    return {};
+}
+
 /// This trainer's training seeds: node_split's share, or with o.balance_split (and a
 /// graph that reports in-degrees, several trainers) every share rebalanced by cost.
 template <class Graph>
@@ -539,7 +549,12 @@ NodeClassificationResult train_node_classification(const Graph& g,
   double val = 0, epoch_s_sum = 0;
   for (std::int64_t e = start; e < o.epochs; ++e) {
     torch::manual_seed(detail::epoch_torch_seed(o.seed, e, rank));
+    const RemoteTraffic before = detail::remote_traffic_of(g);
     const EpochStats st = trainer.train_epoch(train_loader, e, metric);
+    const RemoteTraffic after = detail::remote_traffic_of(g);
+    std::vector<double> traffic{static_cast<double>(after.rows - before.rows),
+                                static_cast<double>(after.bytes - before.bytes)};
+    if (group) traffic = all_reduce_sum(*group, traffic, o.collective_timeout);
     metric = st.metric;
     val = trainer.evaluate(val_loader, e, metric).value;
     epoch_s_sum += st.epoch_s;
@@ -551,7 +566,9 @@ NodeClassificationResult train_node_classification(const Graph& g,
                        .sample_s = st.sample_s,
                        .fetch_s = st.fetch_s,
                        .compute_s = st.compute_s,
-                       .allreduce_s = st.allreduce_s};
+                       .allreduce_s = st.allreduce_s,
+                       .remote_rows = static_cast<std::int64_t>(traffic[0]),
+                       .remote_bytes = static_cast<std::int64_t>(traffic[1])};
     if (rank == 0) {
       detail::publish_epoch(
           res, row, metric, o.out, trainer, identity, [&] { return emb_ckpt.save(e + 1); },

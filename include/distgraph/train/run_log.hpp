@@ -22,10 +22,18 @@ struct EpochRow {
   std::int64_t epoch = 0;
   double loss = 0, train_metric = 0, val_metric = 0;
   double epoch_s = 0, sample_s = 0, fetch_s = 0, compute_s = 0, allreduce_s = 0;
+  /// Rows and bytes the epoch's training batches pulled from other machines' servers,
+  /// summed over the trainers (KVClient::remote_traffic; 0 for in-process graphs).
+  std::int64_t remote_rows = 0, remote_bytes = 0;
 };
 
-/// The header of metrics.csv (users' scripts parse it: never rename a column).
+/// The header of metrics.csv (users' scripts parse it: never rename a column; new ones
+/// go at the end).
 inline constexpr const char* metrics_csv_header =
+    "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
+    "remote_rows,remote_bytes";
+/// The header before remote_rows and remote_bytes: such files still resume.
+inline constexpr const char* metrics_csv_header_v1 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s";
 
 namespace detail {
@@ -49,9 +57,10 @@ inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
   s << metrics_csv_header << "\n";
   char line[512];
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
+    std::snprintf(line, sizeof line, "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld\n",
                   static_cast<long long>(r.epoch), r.loss, r.train_metric, r.val_metric, r.epoch_s,
-                  r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s);
+                  r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
+                  static_cast<long long>(r.remote_rows), static_cast<long long>(r.remote_bytes));
     s << line;
   }
   return s.str();
@@ -62,20 +71,24 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
   std::ifstream in(path);
   if (!in) throw IoError(path.string(), "cannot read");
   std::string line;
-  if (!std::getline(in, line) || line != metrics_csv_header)
+  if (!std::getline(in, line) || (line != metrics_csv_header && line != metrics_csv_header_v1))
     throw FormatError(path.string(), "first line is not the metrics header");
+  const int columns = line == metrics_csv_header ? 11 : 9;
   std::vector<EpochRow> rows;
   int no = 1;
   while (std::getline(in, line)) {
     ++no;
     if (line.empty()) continue;
     EpochRow r;
-    long long e = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &e, &r.loss,
+    long long e = 0, remote_rows = 0, remote_bytes = 0;
+    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld", &e, &r.loss,
                     &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s, &r.fetch_s,
-                    &r.compute_s, &r.allreduce_s) != 9)
-      throw FormatError(path.string() + ":" + std::to_string(no), "expected 9 numbers");
+                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes) != columns)
+      throw FormatError(path.string() + ":" + std::to_string(no),
+                        "expected " + std::to_string(columns) + " numbers");
     r.epoch = e;
+    r.remote_rows = remote_rows;
+    r.remote_bytes = remote_bytes;
     rows.push_back(r);
   }
   return rows;
