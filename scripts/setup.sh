@@ -13,6 +13,7 @@ packages=(
   libtorch-dev libgloo-dev
   libopenblas0-pthread
   python3-numpy
+  openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
 )
 
 if [[ "${DISTGRAPH_SKIP_APT:-0}" == 1 ]]; then

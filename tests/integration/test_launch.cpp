@@ -15,6 +15,7 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -22,6 +23,7 @@ using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
+using distgraph::test::port_listening;
 using distgraph::test::PortBlock;
 using distgraph::test::processes_mentioning;
 using distgraph::test::TempDir;
@@ -29,17 +31,6 @@ using distgraph::test::TempDir;
 #if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_CHECKSUM)
 
 namespace {
-
-bool port_listening(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
 
 struct Job {
   static constexpr int machines = 2;

@@ -108,15 +108,18 @@ class ChildProcess {
   /// Everything read so far (for failure messages).
   const std::string& output() const noexcept { return output_; }
 
-  /// Waits up to `timeout` for the exit; returns the wait status, or nullopt if still
-  /// running. Drains output meanwhile so the child never blocks on a full pipe.
+  /// Waits up to `timeout` for the exit; returns the wait status (again on later calls), or
+  /// nullopt if still running. Drains output meanwhile so the child never blocks on a full
+  /// pipe.
   std::optional<int> wait(std::chrono::milliseconds timeout) {
+    if (exited_) return status_;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       int st = 0;
       const pid_t r = ::waitpid(pid_, &st, WNOHANG);
       if (r == pid_) {
         exited_ = true;
+        status_ = st;
         while (read_line(std::chrono::milliseconds(0))) {
         }
         return st;
@@ -129,12 +132,16 @@ class ChildProcess {
       }
     }
   }
-  void signal(int sig) { ::kill(pid_, sig); }
+  /// Sends `sig` unless the process was already reaped (its pid may be another's by now).
+  void signal(int sig) {
+    if (!exited_) ::kill(pid_, sig);
+  }
 
  private:
   pid_t pid_ = -1;
   int out_ = -1;
   bool exited_ = false;
+  int status_ = 0;  ///< the wait status, once exited_
   std::string buf_, output_;
 };
 

@@ -1,4 +1,5 @@
-// Test helper: a TCP port on 127.0.0.1 held (bound, not listening) until released.
+// Test helpers: a TCP port on 127.0.0.1 held (bound, not listening) until released, and
+// whether anything listens on one.
 #pragma once
 
 #include <netinet/in.h>
@@ -47,5 +48,18 @@ class ReservedPort {
   int fd_ = -1;
   std::uint16_t port_ = 0;
 };
+
+/// Whether a connection to 127.0.0.1:`port` is accepted (something listens there).
+inline bool port_listening(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
 
 }  // namespace distgraph::test

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace distgraph::test {
@@ -47,5 +49,22 @@ inline bool none_left(const std::string& marker, std::chrono::seconds within) {
   }
   return true;
 }
+
+/// SIGKILLs, when destroyed, every process that still mentions `marker`. Declared before a
+/// test's ChildProcesses, it runs after their destructors: mpirun and torchrun start their
+/// workers in process groups of their own, so killing the scheduler alone (a failed
+/// REQUIRE) would leave its workers running.
+class KillLeftovers {
+ public:
+  explicit KillLeftovers(std::string marker) : marker_(std::move(marker)) {}
+  ~KillLeftovers() {
+    for (const int pid : processes_mentioning(marker_)) ::kill(pid, SIGKILL);
+  }
+  KillLeftovers(const KillLeftovers&) = delete;
+  KillLeftovers& operator=(const KillLeftovers&) = delete;
+
+ private:
+  std::string marker_;
+};
 
 }  // namespace distgraph::test

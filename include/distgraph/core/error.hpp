@@ -99,6 +99,20 @@ class CompositionMismatch : public Error {
   explicit CompositionMismatch(const std::string& what) : Error(what) {}
 };
 
+/// A trainer's world size (from its launcher's or scheduler's variables) differs from the
+/// number of trainers its servers were started for; the message names both numbers and
+/// where each came from.
+class WorldSizeMismatch : public Error {
+ public:
+  WorldSizeMismatch(const std::string& what, std::int32_t world_size, std::int32_t server_trainers)
+      : Error(what), world_size_(world_size), server_trainers_(server_trainers) {}
+  std::int32_t world_size() const noexcept { return world_size_; }
+  std::int32_t server_trainers() const noexcept { return server_trainers_; }
+
+ private:
+  std::int32_t world_size_, server_trainers_;
+};
+
 /// A named object (tensor, feature, node type, server) does not exist.
 class NotFound : public Error {
  public:

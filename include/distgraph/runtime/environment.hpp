@@ -52,6 +52,17 @@ inline std::optional<std::int32_t> env_int(const char* name, std::int32_t lo, st
                           std::to_string(hi) + "]");
   return static_cast<std::int32_t>(v);
 }
+
+/// One family of rank variables and who sets them; the first family whose rank variable
+/// is set decides (docs/RUNTIME.md, "Which rank wins").
+struct RankSource {
+  const char *rank, *size, *local, *name, *set_by;
+};
+inline constexpr RankSource rank_sources[] = {
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "torchrun or distgraph launch"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI",
+     "mpirun"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM", "srun"}};
 }  // namespace detail
 
 /// Reads the environment. Ranks: RANK/WORLD_SIZE/LOCAL_RANK (distgraph launch, torchrun)
@@ -82,13 +93,7 @@ inline Environment read_environment() {
   e.server_id = env_int("DISTGRAPH_SERVER_ID", 0, big).value_or(0);
   e.num_servers = env_int("DISTGRAPH_NUM_SERVERS", 1, 1024).value_or(1);
   e.num_trainers = env_int("DISTGRAPH_NUM_TRAINERS", 1, 1 << 16).value_or(1);
-  struct Source {
-    const char *rank, *size, *local, *name;
-  };
-  for (const Source s : {Source{"RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK"},
-                         Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI"},
-                         Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM"}}) {
+  for (const detail::RankSource& s : detail::rank_sources) {
     const auto r = env_int(s.rank, 0, big);
     if (!r) continue;
     e.rank = *r;
@@ -103,6 +108,14 @@ inline Environment read_environment() {
   if (auto v = env_text("MASTER_ADDR")) e.master_addr = *v;
   e.master_port = env_int("MASTER_PORT", 0, 65535).value_or(0);
   return e;
+}
+
+/// Where `e.world_size` came from, for messages: the variable and who sets it, e.g.
+/// "OMPI_COMM_WORLD_SIZE, set by mpirun", or why it is 1 when no rank variable was set.
+inline std::string world_size_origin(const Environment& e) {
+  for (const detail::RankSource& s : detail::rank_sources)
+    if (e.rank_source == s.name) return std::string(s.size) + ", set by " + s.set_by;
+  return "no RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID set: a world of 1";
 }
 
 }  // namespace distgraph

@@ -123,33 +123,65 @@ void run_server_role(const Environment& e) {
   watcher.join();
 }
 
-/// Checks that every machine's main server was built with a composition this trainer's
-/// can talk to: the same book assignment (book_fingerprint) and every sampler of the
-/// trainer's set. Throws CompositionMismatch naming the server and what differs.
+/// Checks that server `who` (metadata `md`) was started for as many trainers as this
+/// trainer's world size; servers that publish no count (`num_trainers`) pass. Throws
+/// WorldSizeMismatch naming both numbers and where each came from.
+inline void check_server_world_size(const nlohmann::json& md, const std::string& who,
+                                    const Environment& env) {
+  if (!md.contains("num_trainers")) return;
+  if (!md["num_trainers"].is_number_integer())
+    throw ProtocolError(who + ": metadata num_trainers is " + md["num_trainers"].dump() +
+                        "; expected an integer");
+  const auto theirs = md["num_trainers"].get<std::int32_t>();
+  if (theirs == env.world_size) return;
+  const std::string mine = std::to_string(env.world_size), served = std::to_string(theirs);
+  throw WorldSizeMismatch("world size: trainer " + std::to_string(env.rank) + " has " + mine +
+                              " (" + world_size_origin(env) + ") but " + who +
+                              " was started with --trainers " + served +
+                              " (for a server program: DISTGRAPH_NUM_TRAINERS x machines); "
+                              "start " +
+                              served + " trainers, or the servers with --trainers " + mine,
+                          env.world_size, theirs);
+}
+
+/// Checks that server `who` (metadata `md`) was built with a composition this trainer's
+/// can talk to: the same book assignment (`fingerprint`, book_fingerprint of the trainer's
+/// `book`) and every sampler of the trainer's set. Throws CompositionMismatch naming the
+/// server and what differs.
+template <Composition P, class Book>
+void check_server_composition(const nlohmann::json& md, const std::string& who, const Book& book,
+                              const std::string& fingerprint) {
+  if (md.contains("book_fingerprint") &&
+      md["book_fingerprint"].template get<std::string>() != fingerprint)
+    throw CompositionMismatch(
+        who + ": its " + md.value("book", std::string("?")) +
+        " book assigns IDs differently from this trainer's " + book_kind_name(book) +
+        " book; start trainers and servers with the same composition and partition config");
+  if (!md.contains("samplers")) return;
+  std::vector<std::string> theirs = md["samplers"].template get<std::vector<std::string>>();
+  for (auto n : P::sampler_set::names)
+    if (std::find(theirs.begin(), theirs.end(), std::string(n)) == theirs.end()) {
+      std::string list;
+      for (const auto& t : theirs) list += (list.empty() ? "" : ", ") + t;
+      throw CompositionMismatch(who + ": sampler set [" + list + "] lacks '" + std::string(n) +
+                                "', which this trainer's composition has; start the servers "
+                                "with this program (distgraph launch --server-program)");
+    }
+}
+
+/// Asks every machine's main server for its metadata before the first barrier and checks
+/// it against this trainer: the job's size (check_server_world_size) and the composition
+/// (check_server_composition). A mismatch throws at start instead of a barrier waiting
+/// until its deadline or rows going to the wrong owner.
 template <Composition P, class Client>
-void check_server_compositions(Client& client) {
-  const std::string mine = std::to_string(book_fingerprint(client.book()));
+void check_servers(Client& client, const Environment& env) {
+  const std::string fingerprint = std::to_string(book_fingerprint(client.book()));
   for (std::int32_t m = 0; m < client.layout().num_machines; ++m) {
-    const int s = client.server_for(m, true);
-    const auto md = client.metadata(s);
+    const auto md = client.metadata(client.server_for(m, true));
     const std::string who =
         "server " + std::to_string(m) + ".0 (partition " + std::to_string(m) + ")";
-    if (md.contains("book_fingerprint") &&
-        md["book_fingerprint"].template get<std::string>() != mine)
-      throw CompositionMismatch(
-          who + ": its " + md.value("book", std::string("?")) +
-          " book assigns IDs differently from this trainer's " + book_kind_name(client.book()) +
-          " book; start trainers and servers with the same composition and partition config");
-    if (!md.contains("samplers")) continue;
-    std::vector<std::string> theirs = md["samplers"].template get<std::vector<std::string>>();
-    for (auto n : P::sampler_set::names)
-      if (std::find(theirs.begin(), theirs.end(), std::string(n)) == theirs.end()) {
-        std::string list;
-        for (const auto& t : theirs) list += (list.empty() ? "" : ", ") + t;
-        throw CompositionMismatch(who + ": sampler set [" + list + "] lacks '" + std::string(n) +
-                                  "', which this trainer's composition has; start the servers "
-                                  "with this program (distgraph launch --server-program)");
-      }
+    check_server_world_size(md, who, env);
+    check_server_composition<P>(md, who, client.book(), fingerprint);
   }
 }
 
@@ -230,7 +262,7 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
                        .num_trainers = env.world_size};
   c.client_ = std::make_shared<Client>(transport, std::move(book), layout, storage, copts);
   c.local_ = std::move(local);
-  detail::check_server_compositions<P>(*c.client_);
+  detail::check_servers<P>(*c.client_, env);
   c.client_->barrier("distgraph:initialize");
   return c;
 }

@@ -74,7 +74,8 @@ struct ServeOptions {
   std::int32_t server_id = 0;         ///< 0 = main; backups 1..num_servers-1
   std::int32_t num_servers = 1;       ///< servers on this machine
   /// Trainers in the whole job: each barrier holds one handler thread per trainer, so
-  /// the server runs this many threads on top of its io threads.
+  /// the server runs this many threads on top of its io threads. Published in metadata
+  /// (`num_trainers`); trainers of another world size refuse to start.
   std::int32_t num_trainers = 1;
   std::string bind_address;           ///< default: the machine's address from the ip config
   std::filesystem::path storage_dir;  ///< default: machine_storage_dir(...)
@@ -159,6 +160,7 @@ class BasicServerProcess {
     server_ = std::make_unique<server_type>(std::move(part), storage_,
                                             main ? ServerRole::main : ServerRole::backup);
     if (!options_.checkpoint_dir.empty()) server_->kv().set_checkpoint_dir(options_.checkpoint_dir);
+    server_->kv().set_job_trainers(options_.num_trainers);
     AsioServerOptions ao;
     ao.address = options_.bind_address.empty() ? me.ip : options_.bind_address;
     ao.port = static_cast<std::uint16_t>(me.port + options_.server_id);

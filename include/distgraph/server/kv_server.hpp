@@ -133,7 +133,17 @@ class KVServer {
                          {"rows", s.rows},
                          {"cols", s.cols}});
     j["tensors"] = tensors;
+    if (const auto n = job_trainers_.load(std::memory_order_relaxed); n > 0) j["num_trainers"] = n;
     return j;
+  }
+
+  /// Declares the trainers of the whole job (`distgraph serve --trainers`), published in
+  /// metadata as `num_trainers`: initialize() refuses a trainer whose world size differs
+  /// (WorldSizeMismatch) before its first barrier, which would otherwise wait for trainers
+  /// that never come or hold more handler threads than the server sized for. 0, the
+  /// default, publishes nothing (in-process servers). Thread-safe.
+  void set_job_trainers(std::int32_t n) noexcept {
+    job_trainers_.store(n, std::memory_order_relaxed);
   }
 
   /// Where save_tensors writes and load_tensors reads: `dir/<tag>/part-<P>/`. The
@@ -500,10 +510,11 @@ class KVServer {
   Book book_;
   std::int32_t part_id_;
   detail::RowSpaces spaces_;  ///< where each type's rows start in this partition
-  mutable std::mutex mu_;  // barriers and shutdown
+  mutable std::mutex mu_;     // barriers and shutdown
   std::condition_variable cv_;
   bool shutdown_ = false;
   std::map<std::string, BarrierState> barriers_;
+  std::atomic<std::int32_t> job_trainers_{0};  ///< see set_job_trainers
   std::mutex create_mu_;
   std::array<std::mutex, 256> row_mu_;
   std::mutex checkpoint_mu_;
