@@ -23,7 +23,6 @@ using distgraph::test::ChildProcess;
 using distgraph::test::KillLeftovers;
 using distgraph::test::none_left;
 using distgraph::test::port_listening;
-using distgraph::test::PortBlock;
 using distgraph::test::ReservedPort;
 using distgraph::test::TempDir;
 
@@ -102,14 +101,7 @@ struct ServedJob {
                       {.method = PartMethod::metis, .seed = 1});
     config = tmp / "sched.json";
     ip_path = tmp / "ip_config.txt";
-    {
-      std::ofstream f(ip_path);
-      for (int m = 0; m < machines; ++m) {
-        PortBlock block(1);
-        ports.push_back(block.base());
-        f << "127.0.0.1 " << block.base() << "\n";
-      }
-    }
+    ports = distgraph::test::write_loopback_ip_config(ip_path.string(), machines, 1);
     for (int m = 0; m < machines; ++m)
       servers.push_back(std::make_unique<ChildProcess>(
           std::vector<std::string>{DISTGRAPH_CLI, "serve", "--ip-config", ip_path.string(),

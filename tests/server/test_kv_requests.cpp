@@ -46,6 +46,11 @@ struct Served {
     return server->handle(r);
   }
   Reply create(const CreateTensorRequest& q) { return handle(MsgType::create_tensor, q.encode()); }
+  /// A float32 node tensor `cols` wide, uniform in [-1, 1): an embedding to step.
+  Reply create_embedding(const std::string& name, std::int64_t cols) {
+    return create(
+        {name, DType::float32, RowKind::node, num_nodes(), cols, {InitKind::uniform, -1, 1, 7}});
+  }
   /// Row `id` of float32 tensor `name`, `cols` wide.
   std::vector<float> row(const std::string& name, std::int64_t id, std::int64_t cols) {
     const std::int64_t ids[1] = {id};
@@ -153,10 +158,7 @@ TEST_CASE("create_tensor refuses unknown init kinds and dtype codes and non-fini
 TEST_CASE("sparse_step refuses non-finite optimizer parameters and leaves the rows alone",
           "[server][bad_input]") {
   Served s;
-  REQUIRE(
-      s.create(
-           {"emb", DType::float32, RowKind::node, s.num_nodes(), 2, {InitKind::uniform, -1, 1, 7}})
-          .status == Status::ok);
+  REQUIRE(s.create_embedding("emb", 2).status == Status::ok);
   const std::int64_t id = s.owned[0];
   const auto before = s.row("emb", id, 2);
   const std::int64_t ids[1] = {id};
@@ -190,10 +192,7 @@ TEST_CASE("sparse_step refuses non-finite optimizer parameters and leaves the ro
 TEST_CASE("sparse_step refuses non-finite gradients and changes no row of the step",
           "[server][bad_input]") {
   Served s;
-  REQUIRE(
-      s.create(
-           {"emb", DType::float32, RowKind::node, s.num_nodes(), 2, {InitKind::uniform, -1, 1, 7}})
-          .status == Status::ok);
+  REQUIRE(s.create_embedding("emb", 2).status == Status::ok);
   const std::int64_t ids[2] = {s.owned[0], s.owned[1]};
   const auto before0 = s.row("emb", ids[0], 2), before1 = s.row("emb", ids[1], 2);
   for (OptimizerKind k : {OptimizerKind::adagrad, OptimizerKind::adam}) {
@@ -202,13 +201,13 @@ TEST_CASE("sparse_step refuses non-finite gradients and changes no row of the st
       INFO("kind " << static_cast<int>(k) << " gradient " << bad);
       // The first row's gradient is fine: it must not be applied either.
       const float grads[4] = {0.5f, -0.25f, 0.125f, bad};
-      const Reply r = s.handle(
-          MsgType::sparse_step,
-          SparseStepRequest{"emb", RowKind::node, 2, {k, 0.1, 1e-10, 0.9, 0.999}}.encode(),
-          {std::as_bytes(std::span(ids)), std::as_bytes(std::span(grads))});
+      const Reply r =
+          s.handle(MsgType::sparse_step,
+                   SparseStepRequest{"emb", RowKind::node, 2, {k, 0.1, 1e-10, 0.9, 0.999}}.encode(),
+                   {std::as_bytes(std::span(ids)), std::as_bytes(std::span(grads))});
       CHECK(r.status == Status::bad_request);
-      CHECK_THAT(r.text(), Catch::Contains("gradients must be finite") &&
-                               Catch::Contains("request's row 1"));
+      CHECK_THAT(r.text(),
+                 Catch::Contains("gradients must be finite") && Catch::Contains("request's row 1"));
     }
   }
   CHECK(s.row("emb", ids[0], 2) == before0);

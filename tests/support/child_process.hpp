@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -207,5 +208,24 @@ class PortBlock {
   std::uint16_t base_ = 0;
   std::vector<int> fds_;
 };
+
+/// Writes an ip config of `machines` loopback machines, each with a fresh block of
+/// `servers` ports (held only while writing, as a PortBlock does), and returns each
+/// machine's base port.
+inline std::vector<std::uint16_t> write_loopback_ip_config(const std::string& path, int machines,
+                                                           int servers) {
+  std::vector<std::uint16_t> bases;
+  std::string text;
+  for (int m = 0; m < machines; ++m) {
+    PortBlock block(servers);
+    bases.push_back(block.base());
+    text +=
+        "127.0.0.1 " + std::to_string(block.base()) + "   # machine " + std::to_string(m) + "\n";
+  }
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0)
+    throw std::runtime_error("cannot write " + path);
+  return bases;
+}
 
 }  // namespace distgraph::test
