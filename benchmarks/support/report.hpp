@@ -15,7 +15,9 @@ namespace distgraph::bench {
 
 /// Whether a figure is a rate (higher is better: ratio = value / bound) or a time
 /// (lower is better: ratio = bound / value). Either way ratio >= 1 means "at the bound".
-enum class Kind { rate, time };
+/// A limit is a count that must not exceed its bound (errors, bound 0): ratio 1 when
+/// within it, else bound / value (0 against a bound of 0).
+enum class Kind { rate, time, limit };
 
 struct Figure {
   std::string figure;  ///< stable name scripts key on, e.g. "csr_build"
@@ -31,6 +33,7 @@ struct Figure {
 
   double ratio() const {
     if (kind == Kind::rate) return bound > 0 ? value / bound : 0.0;
+    if (kind == Kind::limit) return value <= bound ? 1.0 : bound / value;
     return value > 0 ? bound / value : 0.0;
   }
 };

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -37,7 +38,8 @@
 
 namespace distgraph {
 
-/// How an AsioServer listens and what it accepts.
+/// How an AsioServer listens and what it accepts. The limits bound what one peer can make
+/// the server hold, whatever it sends or fails to read (docs/WIRE.md, "Errors and limits").
 struct AsioServerOptions {
   std::string address = "127.0.0.1";  ///< IPv4 or IPv6 literal ("0.0.0.0", "::1", "::")
   std::uint16_t port = 0;             ///< 0 = an ephemeral port; read it back with port()
@@ -50,9 +52,36 @@ struct AsioServerOptions {
   /// the connection is closed without a reply.
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds drain_timeout{5000};  ///< request_stop waits this long at most
+  /// Largest payload a frame may declare before the hello is accepted. A client hello is
+  /// detail::client_hello_payload_bytes (80: the 8-byte message prefix and the 72-byte
+  /// head); the slack lets a malformed hello (an extra part, a longer head) get its own
+  /// bad_request. A larger declared length gets frame_too_large and a close before
+  /// anything is allocated for it. At least 80.
+  std::uint64_t max_hello_bytes = 256;
+  /// Most connections that have not completed the hello at once; one accepted beyond it
+  /// is closed at once, without a server hello. Authenticated connections do not count.
+  std::size_t max_unauthenticated = 64;
+  /// Reply bytes one connection may have queued (produced, not yet taken by its socket)
+  /// before the server stops running and reading that connection's requests; both resume
+  /// once the peer reads enough. A peer that reads nothing holds at most this plus the
+  /// replies of the requests already running (at most num_threads of them).
+  std::uint64_t max_queued_reply_bytes = std::uint64_t{32} << 20;
   /// Receives one line per refused client, bad frame or dropped connection; default:
   /// stderr. Called from io threads, possibly at once.
   std::function<void(std::string_view)> log{};
+};
+
+/// What an AsioServer holds and has refused (AsioServer::stats()); counts are since start().
+struct AsioServerStats {
+  std::size_t connections = 0;                ///< open now
+  std::size_t unauthenticated = 0;            ///< open now without an accepted hello
+  std::size_t paused_connections = 0;         ///< open now with reading paused (back-pressure)
+  std::uint64_t queued_reply_bytes = 0;       ///< queued now, all connections together
+  std::uint64_t peak_queued_reply_bytes = 0;  ///< the most one connection ever had queued
+  std::uint64_t read_pauses = 0;              ///< times a connection's reading was paused
+  std::uint64_t refused_connections = 0;      ///< closed at accept (max_unauthenticated)
+  std::uint64_t refused_hello_frames = 0;     ///< frames over max_hello_bytes before the hello
+  std::uint64_t accept_failures = 0;          ///< accepts failed for lack of descriptors/memory
 };
 
 /// A TCP server for one Handler. Threading: `num_threads` io threads run every socket; the
@@ -69,15 +98,33 @@ struct AsioServerOptions {
 /// connection is closed, since the stream cannot be resynchronised; a payload whose
 /// lengths lie gets a bad_request reply and the connection stays. Nothing is allocated
 /// before a length is checked. Other clients are never affected.
+///
+/// Memory per peer is bounded whatever the peer does: before its hello is accepted a
+/// frame may declare at most max_hello_bytes, and at most max_unauthenticated such
+/// connections are open; afterwards at most num_threads of a connection's requests run at
+/// once and none starts while its queued replies reach max_queued_reply_bytes (reading
+/// pauses meanwhile). Running out of descriptors does not stop the server: accepting
+/// backs off (50 ms doubling to 1 s) while the open connections are served.
 class AsioServer {
  public:
   /// Takes the handler (thread-safe, see Handler) and options; call start() or
   /// run_until_stopped() to listen.
+  /// Throws InvalidArgument when max_hello_bytes is below a client hello's 80 bytes or
+  /// max_unauthenticated or max_queued_reply_bytes is 0.
   explicit AsioServer(Handler handler, AsioServerOptions options = {})
       : handler_(std::move(handler)),
         options_(std::move(options)),
         acceptor_(io_),
-        drain_timer_(io_) {
+        drain_timer_(io_),
+        accept_timer_(io_) {
+    if (options_.max_hello_bytes < detail::client_hello_payload_bytes)
+      throw InvalidArgument(
+          "server option max_hello_bytes = " + std::to_string(options_.max_hello_bytes) +
+          "; a client hello needs " + std::to_string(detail::client_hello_payload_bytes));
+    if (options_.max_unauthenticated == 0)
+      throw InvalidArgument("server option max_unauthenticated = 0; at least 1 is needed");
+    if (options_.max_queued_reply_bytes == 0)
+      throw InvalidArgument("server option max_queued_reply_bytes = 0; at least 1 is needed");
     if (options_.num_threads == 0) options_.num_threads = std::max(2u, default_num_threads());
     if (!options_.log)
       options_.log = [](std::string_view line) {
@@ -155,6 +202,7 @@ class AsioServer {
     stop_requested_ = true;
     boost::system::error_code ec;
     acceptor_.close(ec);
+    accept_timer_.cancel();
     for (auto& [id, s] : sessions_) s->drain();
     check_drained_locked();
     drain_timer_.expires_after(options_.drain_timeout);
@@ -179,8 +227,9 @@ class AsioServer {
       boost::system::error_code ec;
       acceptor_.close(ec);
       drain_timer_.cancel();
+      accept_timer_.cancel();
       for (auto& [id, s] : sessions_) s->close("server stopping");
-      sessions_.clear();
+      retire_all_locked();
       work_.reset();
       io_.stop();
       stopped_cv_.notify_all();
@@ -199,18 +248,49 @@ class AsioServer {
     return sessions_.size();
   }
 
+  /// A snapshot of what the server holds now and has refused so far. Thread-safe; takes
+  /// the server's lock and each connection's briefly (cheap enough to poll).
+  AsioServerStats stats() const {
+    std::lock_guard lock(mu_);
+    AsioServerStats st;
+    st.connections = sessions_.size();
+    st.unauthenticated = unauthenticated_;
+    st.peak_queued_reply_bytes = retired_peak_queued_;
+    for (const auto& [id, s] : sessions_) {
+      st.queued_reply_bytes += s->queued_write_bytes();
+      st.peak_queued_reply_bytes =
+          std::max(st.peak_queued_reply_bytes, s->peak_queued_write_bytes());
+      if (s->held()) ++st.paused_connections;
+    }
+    st.read_pauses = read_pauses_.load();
+    st.refused_connections = refused_connections_;
+    st.refused_hello_frames = refused_hello_frames_.load();
+    st.accept_failures = accept_failures_;
+    return st;
+  }
+
  private:
   using tcp = boost::asio::ip::tcp;
 
-  /// One accepted connection: the hello exchange, then requests to the handler.
+  /// One accepted connection: the hello exchange, then requests to the handler through the
+  /// back-pressure gate (run_gate_locked).
   class Session : public detail::FrameStream<Session> {
    public:
+    /// `limits` carry the hello's frame limit and pause after the first frame; the
+    /// handshake raises the limit and resumes reading.
     Session(AsioServer* server, int id, tcp::socket socket, detail::StreamLimits limits)
         : FrameStream(std::move(socket), std::move(limits)),
           server_(server),
           id_(id),
           handshake_timer_(server->io_),
           nonce_(detail::random_nonce()) {}
+
+    bool authenticated() const noexcept { return authenticated_; }
+    /// Whether reading is paused because requests are waiting at the gate.
+    bool held() const {
+      std::lock_guard lock(gate_mu_);
+      return held_;
+    }
 
     void start() {
       handshake_timer_.expires_after(server_->options_.handshake_timeout);
@@ -227,9 +307,12 @@ class AsioServer {
       start_reading();
     }
 
-    /// Stops taking requests; closes once those in progress are answered.
+    /// Stops taking requests (those waiting at the gate are dropped); closes once those
+    /// in progress are answered.
     void drain() {
+      std::lock_guard lock(gate_mu_);
       draining_ = true;
+      waiting_.clear();
       if (in_flight_ == 0) close_after_flush("server stopping");
     }
 
@@ -240,13 +323,26 @@ class AsioServer {
         if (!handshake(frames[0])) return;
         first = 1;
       }
-      if (draining_ || first == frames.size()) return;
-      in_flight_ += static_cast<int>(frames.size() - first);
-      // Hand all but the last to other io threads; run the last here.
-      for (std::size_t i = first; i + 1 < frames.size(); ++i)
-        boost::asio::post(server_->io_, [self = shared_from_this(),
-                                         f = std::move(frames[i])]() mutable { self->handle(f); });
-      handle(frames.back());
+      std::vector<detail::InFrame> ready;
+      {
+        std::lock_guard lock(gate_mu_);
+        if (draining_ || first == frames.size()) return;
+        for (std::size_t i = first; i < frames.size(); ++i)
+          waiting_.push_back(std::move(frames[i]));
+        run_gate_locked(ready);
+      }
+      run(std::move(ready));
+    }
+    // The peer read some replies: requests held at the gate may run now.
+    void on_queue_shrunk() {
+      if (!authenticated_) return;
+      std::vector<detail::InFrame> ready;
+      {
+        std::lock_guard lock(gate_mu_);
+        if (waiting_.empty()) return;
+        run_gate_locked(ready);
+      }
+      run(std::move(ready));
     }
     void on_bad_header(std::exception_ptr e, std::optional<std::uint64_t> request_id) {
       Status status = Status::internal_error;
@@ -256,6 +352,13 @@ class AsioServer {
       } catch (const FrameTooLarge& x) {
         status = Status::frame_too_large;
         text = x.what();
+        if (!authenticated_) {
+          // Only a hello may come first, and it is tiny (max_hello_bytes).
+          ++server_->refused_hello_frames_;
+          text = subject() + ": frame of " + std::to_string(x.bytes()) +
+                 " bytes before the hello; the limit is " + std::to_string(x.limit()) +
+                 " bytes until the hello is accepted";
+        }
       } catch (const ProtocolError& x) {
         status = Status::bad_request;
         text = x.what();
@@ -271,7 +374,17 @@ class AsioServer {
           Reply::error(status, without_subject(text)).body));
       close_after_flush(without_subject(text));
     }
-    void on_closed(const std::string& reason, bool clean) { server_->forget(id_, reason, clean); }
+    void on_closed(const std::string& reason, bool clean) {
+      {
+        // Nothing may keep the connection's memory alive once it is gone: requests held at
+        // the gate go now, and the handshake timer (holding this session) is cancelled
+        // rather than left to expire.
+        std::lock_guard lock(gate_mu_);
+        waiting_.clear();
+        handshake_timer_.cancel();
+      }
+      server_->forget(id_, reason, clean);
+    }
 
    private:
     /// `text` without the leading "<subject>: " (what the peer is told).
@@ -330,15 +443,77 @@ class AsioServer {
         const auto proof = detail::server_proof(opt.secret, nonce_, c.nonce);
         head.assign(proof.begin(), proof.end());
       }
-      // Set before replying: the client sends requests as soon as it reads the reply, and
-      // another io thread may read them.
-      authenticated_ = true;
-      handshake_timer_.cancel();
+      {
+        // Counted under the server's lock, as forget() reads it there.
+        std::lock_guard lock(server_->mu_);
+        authenticated_ = true;
+        server_->left_unauthenticated_locked();
+      }
+      {
+        std::lock_guard lock(gate_mu_);
+        handshake_timer_.cancel();
+      }
+      // Reading paused after the hello (StreamLimits::pause_after_first_frame): raise the
+      // frame limit before anything behind the hello is parsed, then go on.
+      set_max_frame_bytes(opt.max_frame_bytes);
       write(encode_frame(
           FrameHeader{
               .type = MsgType::hello, .request_id = f.header.request_id, .flags = frame_flag_reply},
           Message::owning(std::move(head))));
+      resume_reading();
       return true;
+    }
+
+    // The back-pressure gate (gate_mu_ held). Moves waiting requests to `ready` while
+    // fewer than num_threads of this connection's requests are in progress (more could
+    // not run at once anyway) and its queued replies are under max_queued_reply_bytes, so
+    // a peer that sends requests and reads nothing holds at most the cap plus the replies
+    // of requests already running. While requests wait, reading pauses, which bounds the
+    // waiting list by what was read before the pause (one or two reads).
+    void run_gate_locked(std::vector<detail::InFrame>& ready) {
+      const auto& opt = server_->options_;
+      while (!waiting_.empty() && !draining_ && in_flight_ < static_cast<int>(opt.num_threads) &&
+             queued_write_bytes() < opt.max_queued_reply_bytes) {
+        ++in_flight_;
+        ready.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+      if (waiting_.empty()) {
+        if (held_) {
+          held_ = false;
+          resume_reading();
+        }
+      } else if (!held_) {
+        held_ = true;
+        ++server_->read_pauses_;
+        pause_reading();
+      }
+    }
+
+    // Runs requests that passed the gate: all but the last on other io threads, the last
+    // here; each finished request lets the gate release the next (a loop, not recursion,
+    // however many wait).
+    void run(std::vector<detail::InFrame> ready) {
+      while (!ready.empty()) {
+        for (std::size_t i = 0; i + 1 < ready.size(); ++i)
+          boost::asio::post(server_->io_,
+                            [self = shared_from_this(), f = std::move(ready[i])]() mutable {
+                              std::vector<detail::InFrame> one;
+                              one.push_back(std::move(f));
+                              self->run(std::move(one));
+                            });
+        detail::InFrame f = std::move(ready.back());
+        ready.clear();
+        handle(f);
+        bool close = false;
+        {
+          std::lock_guard lock(gate_mu_);
+          --in_flight_;
+          run_gate_locked(ready);
+          close = draining_ && in_flight_ == 0;
+        }
+        if (close) close_after_flush("server stopping");
+      }
     }
 
     void handle(detail::InFrame& f) {
@@ -359,7 +534,6 @@ class AsioServer {
         r = run_handler(Request{h.type, h.request_id, std::move(f.message), id_});
       }
       send_reply(h, std::move(r), std::move(request_payload));
-      if (--in_flight_ == 0 && draining_) close_after_flush("server stopping");
     }
 
     Reply run_handler(const Request& req) {
@@ -401,33 +575,106 @@ class AsioServer {
 
     AsioServer* server_;
     int id_;
-    boost::asio::steady_timer handshake_timer_;
+    boost::asio::steady_timer handshake_timer_;  // cancelled under gate_mu_
     detail::Nonce nonce_;
-    std::atomic<bool> authenticated_{false}, draining_{false};
-    std::atomic<int> in_flight_{0};
+    std::atomic<bool> authenticated_{false};  // written under the server's lock
+    // The gate (gate_mu_; lock order: server mu_, then gate_mu_, then the stream's).
+    mutable std::mutex gate_mu_;
+    std::deque<detail::InFrame> waiting_;  // read, not yet started
+    int in_flight_ = 0;                    // started, reply not yet queued
+    bool held_ = false;                    // reading paused because requests wait
+    bool draining_ = false;
   };
+
+  // Accept back-off when the process runs out of descriptors (or kernel memory): the
+  // pending connection stays in the backlog, so the listener is readable again at once
+  // and retrying immediately would spin a core for as long as the shortage lasts.
+  static constexpr std::chrono::milliseconds accept_backoff_first{50};
+  static constexpr std::chrono::milliseconds accept_backoff_max{1000};
+
+  static bool out_of_resources(const boost::system::error_code& ec) {
+    return ec == boost::asio::error::no_descriptors ||
+           ec == boost::system::errc::too_many_files_open_in_system ||
+           ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory;
+  }
 
   void accept_locked() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
       std::lock_guard lock(mu_);
       if (stop_requested_ || !acceptor_.is_open()) return;
-      if (!ec) {
-        boost::system::error_code e;
-        const auto remote = socket.remote_endpoint(e);
-        const std::string peer =
-            e ? std::string("unknown peer")
-              : Endpoint{remote.address().to_string(), remote.port()}.to_string();
-        const int id = next_connection_++;
-        auto s = std::make_shared<Session>(
-            this, id, std::move(socket),
-            detail::StreamLimits{options_.max_frame_bytes, options_.read_timeout,
-                                 "client " + peer + " (connection " + std::to_string(id) + ")"});
-        sessions_.emplace(id, s);
-        s->start();
+      if (ec && out_of_resources(ec)) {
+        back_off_accept_locked(ec);
+        return;
       }
-      // Accept errors (e.g. out of descriptors) are not fatal; keep listening.
+      // Other accept errors concern one connection (e.g. reset before accept): go on.
+      if (!ec) {
+        if (accept_backoff_.count() != 0) {
+          options_.log("accepting connections again");
+          accept_backoff_ = std::chrono::milliseconds{0};
+        }
+        admit_locked(std::move(socket));
+      }
       accept_locked();
     });
+  }
+
+  // Retries accepting after a growing delay; logs once per episode (until an accept works).
+  void back_off_accept_locked(const boost::system::error_code& ec) {
+    ++accept_failures_;
+    if (accept_backoff_.count() == 0) {
+      accept_backoff_ = accept_backoff_first;
+      options_.log("cannot accept connections: " + ec.message() + "; retrying after " +
+                   std::to_string(accept_backoff_first.count()) + " ms, backing off to " +
+                   std::to_string(accept_backoff_max.count()) +
+                   " ms, while open connections are served");
+    }
+    accept_timer_.expires_after(accept_backoff_);
+    accept_backoff_ = std::min(accept_backoff_ * 2, accept_backoff_max);
+    accept_timer_.async_wait([this](const boost::system::error_code& e) {
+      std::lock_guard lock(mu_);
+      if (e || stop_requested_ || !acceptor_.is_open()) return;
+      accept_locked();
+    });
+  }
+
+  // Starts a session for an accepted socket, or closes it at once when too many
+  // connections have not completed their hello (each holds a read buffer and a timer).
+  void admit_locked(tcp::socket socket) {
+    if (unauthenticated_ >= options_.max_unauthenticated) {
+      ++refused_connections_;
+      if (!refusing_) {
+        refusing_ = true;
+        options_.log("closing new connections: " + std::to_string(unauthenticated_) +
+                     " have not completed the hello (max_unauthenticated)");
+      }
+      boost::system::error_code e;
+      socket.close(e);
+      return;
+    }
+    boost::system::error_code e;
+    const auto remote = socket.remote_endpoint(e);
+    const std::string peer = e ? std::string("unknown peer")
+                               : Endpoint{remote.address().to_string(), remote.port()}.to_string();
+    const int id = next_connection_++;
+    auto s = std::make_shared<Session>(
+        this, id, std::move(socket),
+        detail::StreamLimits{
+            .max_frame_bytes = std::min(options_.max_hello_bytes, options_.max_frame_bytes),
+            .read_timeout = options_.read_timeout,
+            .subject = "client " + peer + " (connection " + std::to_string(id) + ")",
+            .pause_after_first_frame = true});
+    sessions_.emplace(id, s);
+    ++unauthenticated_;
+    s->start();
+  }
+
+  void left_unauthenticated_locked() {
+    if (unauthenticated_ > 0) --unauthenticated_;
+    if (refusing_ && unauthenticated_ < options_.max_unauthenticated) {
+      refusing_ = false;
+      options_.log("accepting new connections again: " + std::to_string(unauthenticated_) +
+                   " have not completed the hello");
+    }
   }
 
   void forget(int id, const std::string& reason, bool clean) {
@@ -435,8 +682,18 @@ class AsioServer {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;
     if (!clean && !stop_requested_) options_.log(it->second->subject() + ": dropped: " + reason);
+    if (!it->second->authenticated()) left_unauthenticated_locked();
+    retired_peak_queued_ = std::max(retired_peak_queued_, it->second->peak_queued_write_bytes());
     sessions_.erase(it);
     check_drained_locked();
+  }
+
+  // Forgets every session at once (stop()); keeps their peaks for stats().
+  void retire_all_locked() {
+    for (const auto& [id, s] : sessions_)
+      retired_peak_queued_ = std::max(retired_peak_queued_, s->peak_queued_write_bytes());
+    sessions_.clear();
+    unauthenticated_ = 0;
   }
 
   void check_drained_locked() {
@@ -454,6 +711,7 @@ class AsioServer {
       io_.get_executor()};
   tcp::acceptor acceptor_;
   boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer accept_timer_;  // accept back-off (mu_)
   mutable std::mutex mu_;
   std::mutex join_mu_;
   std::condition_variable stopped_cv_;
@@ -462,6 +720,12 @@ class AsioServer {
   std::uint16_t port_ = 0;
   int next_connection_ = 0;
   bool started_ = false, stop_requested_ = false, drained_ = false;
+  // Limits and their counts (mu_, except the atomics, which sessions bump lock-free).
+  std::size_t unauthenticated_ = 0;
+  bool refusing_ = false;                        // closing new connections; logged once per episode
+  std::chrono::milliseconds accept_backoff_{0};  // next back-off delay; 0 = accepting
+  std::uint64_t refused_connections_ = 0, accept_failures_ = 0, retired_peak_queued_ = 0;
+  std::atomic<std::uint64_t> read_pauses_{0}, refused_hello_frames_{0};
 };
 
 }  // namespace distgraph

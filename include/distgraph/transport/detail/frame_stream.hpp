@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -42,11 +43,17 @@ struct InFrame {
 };
 
 struct StreamLimits {
+  /// Largest payload a frame may declare; checked before anything is allocated for it.
+  /// A server starts a connection at its hello limit and raises it after the handshake
+  /// (FrameStream::set_max_frame_bytes).
   std::uint64_t max_frame_bytes = default_max_frame_bytes;
   /// A frame must arrive whole within this time of its first byte (progress does not
   /// extend it, so a peer trickling bytes cannot hold a connection open for ever).
   std::chrono::milliseconds read_timeout{30000};
   std::string subject;  ///< names the peer in errors and logs
+  /// Pause reading after the first frame (a server's hello): nothing behind it is parsed
+  /// under the hello's limit before the handshake decides and calls resume_reading().
+  bool pause_after_first_frame = false;
 };
 
 /// A TCP connection carrying frames, the base of a server session and a client connection
@@ -61,11 +68,19 @@ struct StreamLimits {
 /// thread (no thread hop for a reply or request that fits the socket buffer) and hand what
 /// is left to an async gather write, which also sweeps up frames queued meanwhile.
 ///
+/// Reading can be paused at a frame boundary (pause_reading/resume_reading): a paused stream
+/// parses nothing more, starts no read and has no read deadline armed (the peer is not the
+/// one keeping a frame waiting), so what a paused peer sends waits in the kernel's socket
+/// buffer, not in ours. Bytes queued for writing are counted (queued_write_bytes), which
+/// is what a server's back-pressure keys on.
+///
 /// Hooks, called on an io thread: `on_frames(std::vector<InFrame>&)` for each batch in
 /// order (the next read is already started, so batches of one stream may overlap on
 /// different threads); `on_bad_header(std::exception_ptr, std::optional<std::uint64_t>
 /// request_id)` once when a header is invalid (reading has stopped); `on_closed(const
-/// std::string& reason, bool clean)` once after the socket is closed.
+/// std::string& reason, bool clean)` once after the socket is closed; optionally
+/// `on_queue_shrunk()` after an async write took bytes off the queue (never under the
+/// stream's lock, so it may call write() or resume_reading()).
 template <class Derived>
 class FrameStream : public std::enable_shared_from_this<Derived> {
  public:
@@ -75,6 +90,8 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       : sock_(std::move(socket)),
         timer_(sock_.get_executor()),
         limits_(std::move(limits)),
+        max_frame_bytes_(limits_.max_frame_bytes),
+        pause_after_frame_(limits_.pause_after_first_frame),
         rbuf_(new std::byte[read_buffer_bytes]) {
     boost::system::error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
@@ -93,12 +110,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   bool write(OutFrame f) {
     std::lock_guard lock(mu_);
     if (closed_ || close_when_flushed_) return false;
+    std::uint64_t sent = 0;
     if (!writing_ && queue_.empty()) {
-      const std::uint64_t sent = send_now(f);
+      sent = send_now(f);
       if (sent == f.total_bytes) return true;
       if (closed_) return false;
       first_skip_ = sent;
     }
+    queued_bytes_ += f.total_bytes - sent;
+    peak_queued_bytes_ = std::max(peak_queued_bytes_, queued_bytes_);
     queue_.push_back(std::move(f));
     if (!writing_) start_write_locked();
     return true;
@@ -126,6 +146,44 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   }
   const std::string& subject() const noexcept { return limits_.subject; }
 
+  /// Frame bytes handed to write() that the socket has not taken yet (what this stream
+  /// holds for its peer), and the most it ever held. Thread-safe.
+  std::uint64_t queued_write_bytes() const {
+    std::lock_guard lock(mu_);
+    return queued_bytes_;
+  }
+  std::uint64_t peak_queued_write_bytes() const {
+    std::lock_guard lock(mu_);
+    return peak_queued_bytes_;
+  }
+
+  /// Sets the largest payload later frame headers may declare. Call while reading is
+  /// paused (or before it starts) so no header in flight sees the old limit. Thread-safe.
+  void set_max_frame_bytes(std::uint64_t n) noexcept {
+    max_frame_bytes_.store(n, std::memory_order_relaxed);
+  }
+
+  /// Stops reading at the next frame boundary: frames already parsed are still delivered,
+  /// bytes already buffered stay buffered, and no read deadline runs while paused.
+  /// Thread-safe; pausing a paused stream does nothing.
+  void pause_reading() {
+    std::lock_guard lock(mu_);
+    paused_ = true;
+  }
+  /// Undoes pause_reading(): parses what is buffered, then reads on. Thread-safe.
+  void resume_reading() {
+    {
+      std::lock_guard lock(mu_);
+      if (!paused_) return;
+      paused_ = false;
+      // A chain still running sees the flag itself; only a parked one needs a restart.
+      if (!parked_ || closed_) return;
+      parked_ = false;
+    }
+    boost::asio::post(sock_.get_executor(),
+                      [self = this->shared_from_this()] { self->parse_buffered(); });
+  }
+
  protected:
   ~FrameStream() = default;
   const StreamLimits& limits() const noexcept { return limits_; }
@@ -140,6 +198,17 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     std::lock_guard lock(mu_);
     if (closed_) return;
     auto self = this->shared_from_this();
+    if (paused_) {
+      parked_ = true;
+      disarm_locked();
+      return;
+    }
+    if (!have_header_ && rlen_ >= frame_header_bytes) {
+      // A pause ended while the chain was still running: frames left buffered at the
+      // pause are parsed before waiting for bytes the peer may never send.
+      boost::asio::post(sock_.get_executor(), [self] { self->parse_buffered(); });
+      return;
+    }
     if (have_header_) {
       // Everything buffered went into the payload; read the rest straight into it.
       auto* dst = reinterpret_cast<std::byte*>(payload_.get()) + got_;
@@ -171,14 +240,22 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       got_ += n;
     else
       rlen_ += n;
+    parse_buffered();
+  }
+
+  // Parses every whole frame buffered (up to a pause), starts the next read and hands
+  // the frames to the derived class. The read chain's only entry besides on_read.
+  void parse_buffered() {
+    if (!is_open()) return;
     std::vector<InFrame> frames;
     std::size_t pos = 0;
     for (;;) {
       if (!have_header_) {
-        if (rlen_ - pos < frame_header_bytes) break;
+        if (rlen_ - pos < frame_header_bytes || reading_paused()) break;
         std::span<const std::byte, frame_header_bytes> h(rbuf_.get() + pos, frame_header_bytes);
         try {
-          header_ = decode_header(h, limits_.max_frame_bytes, limits_.subject);
+          header_ =
+              decode_header(h, max_frame_bytes_.load(std::memory_order_relaxed), limits_.subject);
           // Rounded up to whole words so parts can be viewed as int64/double in place.
           payload_.reset(new std::uint64_t[(header_.payload_bytes + 7) / 8]);
         } catch (...) {
@@ -199,6 +276,10 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       got_ += take;
       if (got_ < header_.payload_bytes) break;
       frames.push_back(finish_frame());
+      if (pause_after_frame_) {
+        pause_after_frame_ = false;
+        pause_reading();
+      }
     }
     if (pos > 0 && pos < rlen_) std::memmove(rbuf_.get(), rbuf_.get() + pos, rlen_ - pos);
     rlen_ -= pos;
@@ -228,6 +309,10 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     rlen_ = 0;
     disarm_locked();
   }
+  bool reading_paused() const {
+    std::lock_guard lock(mu_);
+    return paused_;
+  }
 
   // The read deadline: armed when a frame's first byte arrives, kept (not extended) while
   // that frame is incomplete, disarmed when nothing is pending. `completed`: this read
@@ -235,7 +320,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   void update_read_timer(bool partial, bool completed) {
     std::lock_guard lock(mu_);
     if (closed_) return;
-    if (!partial) {
+    if (!partial || paused_) {
       disarm_locked();
       return;
     }
@@ -310,25 +395,29 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       }
     boost::asio::async_write(
         sock_, bufs,
-        [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-          self->on_written(ec);
+        [self = this->shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+          self->on_written(ec, n);
         });
   }
 
-  void on_written(const boost::system::error_code& ec) {
-    std::vector<OutFrame> done;
-    std::lock_guard lock(mu_);
-    done.swap(inflight_);  // released after the lock (declared first, destroyed last)
-    if (ec) {
-      close_locked("send failed: " + ec.message(), false);
-      return;
+  void on_written(const boost::system::error_code& ec, std::size_t n) {
+    {
+      std::vector<OutFrame> done;
+      std::lock_guard lock(mu_);
+      done.swap(inflight_);  // released after the lock (declared first, destroyed last)
+      queued_bytes_ -= std::min<std::uint64_t>(queued_bytes_, n);
+      if (ec) {
+        close_locked("send failed: " + ec.message(), false);
+        return;
+      }
+      if (!queue_.empty()) {
+        start_write_locked();
+      } else {
+        writing_ = false;
+        if (close_when_flushed_) close_locked(flush_reason_, false);
+      }
     }
-    if (!queue_.empty()) {
-      start_write_locked();
-      return;
-    }
-    writing_ = false;
-    if (close_when_flushed_) close_locked(flush_reason_, false);
+    if constexpr (requires(Derived & d) { d.on_queue_shrunk(); }) derived().on_queue_shrunk();
   }
 
   void close_locked(const std::string& reason, bool clean) {
@@ -341,6 +430,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     sock_.shutdown(tcp::socket::shutdown_both, ec);
     sock_.close(ec);
     queue_.clear();
+    queued_bytes_ = 0;
     // The hook runs outside the lock, on an io thread.
     boost::asio::post(sock_.get_executor(), [self = this->shared_from_this(), clean] {
       self->derived().on_closed(self->close_reason_, clean);
@@ -354,10 +444,16 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   // Write state (mu_).
   std::vector<OutFrame> queue_, inflight_;
   std::uint64_t first_skip_ = 0;  // bytes of queue_.front() already sent by send_now
+  std::uint64_t queued_bytes_ = 0, peak_queued_bytes_ = 0;
   bool writing_ = false, closed_ = false, close_when_flushed_ = false, armed_ = false;
+  // Read gate (mu_): paused_ = stop at the next frame boundary; parked_ = the chain did
+  // stop (no read in flight), so resume_reading() must restart it.
+  bool paused_ = false, parked_ = false;
   std::uint64_t timer_gen_ = 0;
   std::string flush_reason_, close_reason_;
   // Read state (the read chain only).
+  std::atomic<std::uint64_t> max_frame_bytes_;
+  bool pause_after_frame_;
   std::unique_ptr<std::byte[]> rbuf_;
   std::size_t rlen_ = 0;
   bool have_header_ = false;

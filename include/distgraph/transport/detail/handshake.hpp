@@ -48,6 +48,9 @@ inline Digest server_proof(std::string_view secret, const Nonce& server_nonce,
 inline constexpr std::uint16_t hello_flag_secret = 1;  // server: required; client: proof sent
 inline constexpr std::size_t server_hello_bytes = 40;
 inline constexpr std::size_t client_hello_bytes = 72;
+/// A client hello frame's payload: the 8-byte message prefix and the head, no parts. The
+/// least a server's pre-handshake frame limit (AsioServerOptions::max_hello_bytes) may be.
+inline constexpr std::uint64_t client_hello_payload_bytes = 8 + client_hello_bytes;
 
 /// Server hello head: u16 version | u16 flags | u32 reserved | nonce[32].
 inline std::vector<std::byte> encode_server_hello(bool secret_required, const Nonce& nonce) {
