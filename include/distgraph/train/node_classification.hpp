@@ -25,6 +25,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
+#include "distgraph/dist/kv_client.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
 #include "distgraph/sampling/labor_sampler.hpp"
@@ -114,14 +115,14 @@ using EpochCallback = std::function<void(const EpochRow&, Metric)>;
 /// result.json's object for `r` (the keys users' scripts read; never rename one).
 inline nlohmann::json result_json(const NodeClassificationResult& r) {
   nlohmann::json j = {{"metric", to_string(r.metric)},
-          {"test", r.test},
-          {"val", r.val},
-          {"epochs", r.epochs},
-          {"epoch_s_mean", r.epoch_s_mean},
-          {"mode", r.mode},
-          {"parts", r.parts},
-          {"trainers", r.trainers},
-          {"seed", r.seed}};
+                      {"test", r.test},
+                      {"val", r.val},
+                      {"epochs", r.epochs},
+                      {"epoch_s_mean", r.epoch_s_mean},
+                      {"mode", r.mode},
+                      {"parts", r.parts},
+                      {"trainers", r.trainers},
+                      {"seed", r.seed}};
   j.update(r.extra);
   return j;
 }
