@@ -86,6 +86,7 @@
 #include "support/flags.hpp"
 #include "support/report.hpp"
 #include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
 
 #ifndef DISTGRAPH_TRAIN_CLI
 #define DISTGRAPH_TRAIN_CLI "distgraph-train"
@@ -151,27 +152,12 @@ constexpr std::int64_t fanout = 10;   ///< per relation
 constexpr std::uint64_t loader_seed = 1;
 constexpr int parts = 2;
 
-/// A temporary folder, removed with everything in it on destruction.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const fs::path& p) : path(p) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 struct Bench {
   Args args;
   bench::Reporter rep;
   HeteroDataset data{};
-  Graph graph{};           ///< hetero_graph(data): homogeneous IDs = input IDs
-  TypedInEdges typed{};    ///< graph's CSC grouped by edge type
+  Graph graph{};         ///< hetero_graph(data): homogeneous IDs = input IDs
+  TypedInEdges typed{};  ///< graph's CSC grouped by edge type
   std::int32_t relations = 0;
   fs::path dataset_dir{}, config{};
   nlohmann::json params{};
@@ -192,13 +178,15 @@ void gather_typed(const HeteroDataset& d, std::span<const std::int64_t> nodes,
   rows.resize(nt);
   std::vector<std::size_t> count(nt, 0);
   for (const auto v : nodes) ++count[static_cast<std::size_t>(type_of(d, v))];
-  for (std::size_t t = 0; t < nt; ++t) rows[t].resize(count[t] * static_cast<std::size_t>(d.feat_dim[t]));
+  for (std::size_t t = 0; t < nt; ++t)
+    rows[t].resize(count[t] * static_cast<std::size_t>(d.feat_dim[t]));
   std::fill(count.begin(), count.end(), 0);
   for (const auto v : nodes) {
     const auto t = static_cast<std::size_t>(type_of(d, v));
     const auto w = static_cast<std::size_t>(d.feat_dim[t]);
     if (w == 0) continue;
-    const auto i = static_cast<std::size_t>(v - d.types.node_range(NodeType(static_cast<std::int32_t>(t))).begin);
+    const auto i = static_cast<std::size_t>(
+        v - d.types.node_range(NodeType(static_cast<std::int32_t>(t))).begin);
     std::memcpy(rows[t].data() + count[t]++ * w, d.feat[t].data() + i * w, w * sizeof(float));
   }
 }
@@ -212,7 +200,8 @@ double in_memory_epoch(const Bench& b, const MultiLayerNeighborSampler<PerRelati
   Stopwatch clock;
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const auto mb = s.sample_blocks(
-        view, batches[i], {.seed = loader_seed, .epoch = epoch, .batch = static_cast<std::int64_t>(i)});
+        view, batches[i],
+        {.seed = loader_seed, .epoch = epoch, .batch = static_cast<std::int64_t>(i)});
     gather_typed(b.data, mb.input_nodes, rows);
   }
   return clock.seconds();
@@ -227,7 +216,8 @@ MultiLayerNeighborSampler<PerRelationSampler> typed_sampler(const Bench& b, std:
 }
 
 /// `ids` cut into batches of `size`.
-std::vector<std::vector<std::int64_t>> cut(const std::vector<std::int64_t>& ids, std::int64_t size) {
+std::vector<std::vector<std::int64_t>> cut(const std::vector<std::int64_t>& ids,
+                                           std::int64_t size) {
   std::vector<std::vector<std::int64_t>> out;
   for (std::size_t at = 0; at < ids.size(); at += static_cast<std::size_t>(size))
     out.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(at),
@@ -241,7 +231,8 @@ Csr relation_csc(const TypedInEdges& t, std::int32_t r) {
   const Csr& c = t.in;
   std::vector<std::int64_t> indptr(static_cast<std::size_t>(c.num_rows) + 1, 0), indices, eids;
   for (std::int64_t v = 0; v < c.num_rows; ++v) {
-    for (auto i = c.indptr[static_cast<std::size_t>(v)]; i < c.indptr[static_cast<std::size_t>(v) + 1]; ++i)
+    for (auto i = c.indptr[static_cast<std::size_t>(v)];
+         i < c.indptr[static_cast<std::size_t>(v) + 1]; ++i)
       if (t.edge_types[static_cast<std::size_t>(i)] == r) {
         indices.push_back(c.indices[static_cast<std::size_t>(i)]);
         eids.push_back(c.edge_ids[static_cast<std::size_t>(i)]);
@@ -261,7 +252,8 @@ Csr relation_split_csc(const TypedInEdges& t, std::int32_t relations) {
   const auto rows = static_cast<std::size_t>(c.num_rows) * static_cast<std::size_t>(relations);
   std::vector<std::int64_t> indptr(rows + 1, 0);
   for (std::int64_t v = 0; v < c.num_rows; ++v)
-    for (auto i = c.indptr[static_cast<std::size_t>(v)]; i < c.indptr[static_cast<std::size_t>(v) + 1]; ++i)
+    for (auto i = c.indptr[static_cast<std::size_t>(v)];
+         i < c.indptr[static_cast<std::size_t>(v) + 1]; ++i)
       ++indptr[static_cast<std::size_t>(v) * static_cast<std::size_t>(relations) +
                static_cast<std::size_t>(t.edge_types[static_cast<std::size_t>(i)]) + 1];
   for (std::size_t r = 0; r < rows; ++r) indptr[r + 1] += indptr[r];
@@ -285,25 +277,34 @@ void hetero_sample(Bench& b) {
   // One figure: the typed sampler with `fans`, against UniformSampler over `bound_view`
   // with `bound_fanout`; returns (typed edges, bound edges) per run.
   auto measure = [&](const std::vector<std::int64_t>& fans, const LocalGraphView& bound_view,
-                     std::int64_t bound_fanout, const std::string& bound_name, nlohmann::json params,
-                     const std::string& label,
+                     std::int64_t bound_fanout, const std::string& bound_name,
+                     nlohmann::json params, const std::string& label,
                      const std::vector<std::vector<std::int64_t>>& bound_seeds) {
     const PerRelationSampler typed(typed_view, b.typed.edge_types, fans);
     const UniformSampler plain;
     std::int64_t edges = 0, bound_edges = 0;
     for (std::size_t k = 0; k < calls; ++k) {
-      edges += sample_neighbors_local(typed_view, seeds[k], -1, {.seed = 1, .batch = static_cast<std::int64_t>(k)}, typed, one).num_edges();
-      bound_edges += sample_neighbors_local(bound_view, bound_seeds[k], bound_fanout, {.seed = 1, .batch = static_cast<std::int64_t>(k)}, plain, one).num_edges();
+      edges +=
+          sample_neighbors_local(typed_view, seeds[k], -1,
+                                 {.seed = 1, .batch = static_cast<std::int64_t>(k)}, typed, one)
+              .num_edges();
+      bound_edges +=
+          sample_neighbors_local(bound_view, bound_seeds[k], bound_fanout,
+                                 {.seed = 1, .batch = static_cast<std::int64_t>(k)}, plain, one)
+              .num_edges();
     }
     const auto [t, tb] = bench::best_per_call(
         b.args.runs, calls,
         [&](std::size_t k) {
-          sample_neighbors_local(typed_view, seeds[k], -1, {.seed = 1, .batch = static_cast<std::int64_t>(k)}, typed, one);
+          sample_neighbors_local(typed_view, seeds[k], -1,
+                                 {.seed = 1, .batch = static_cast<std::int64_t>(k)}, typed, one);
         },
         [&](std::size_t k) {
-          sample_neighbors_local(bound_view, bound_seeds[k], bound_fanout, {.seed = 1, .batch = static_cast<std::int64_t>(k)}, plain, one);
+          sample_neighbors_local(bound_view, bound_seeds[k], bound_fanout,
+                                 {.seed = 1, .batch = static_cast<std::int64_t>(k)}, plain, one);
         });
-    const double value = static_cast<double>(edges) / t, bound = static_cast<double>(bound_edges) / tb;
+    const double value = static_cast<double>(edges) / t,
+                 bound = static_cast<double>(bound_edges) / tb;
     params["edges_per_run"] = edges;
     params["bound_edges_per_run"] = bound_edges;
     params["per_edge_cost_ratio"] = bound / value;  // (t / edges) / (tb / bound_edges)
@@ -355,13 +356,14 @@ void hetero_sample(Bench& b) {
   const std::int64_t sum = fanout * rels;
   params["bound_fanout"] = sum;
   params["bound_seeds"] = "the same seeds";
-  const double loose = measure(fans, in_edges_view(b.graph), sum,
-                               "uniform_homogeneous_csc_f" + std::to_string(sum), params,
-                               "all, homogeneous fanout " + std::to_string(sum), seeds);
+  const double loose =
+      measure(fans, in_edges_view(b.graph), sum, "uniform_homogeneous_csc_f" + std::to_string(sum),
+              params, "all, homogeneous fanout " + std::to_string(sum), seeds);
   b.rep.note("hetero_sample: per sampled edge, typed costs " + std::to_string(ratio) +
              "x UniformSampler picking the same edges from the relation-split CSC (target "
-             "<= 1.3); " + std::to_string(loose) + "x UniformSampler at fanout " +
-             std::to_string(sum) + " on the homogeneous CSC");
+             "<= 1.3); " +
+             std::to_string(loose) + "x UniformSampler at fanout " + std::to_string(sum) +
+             " on the homogeneous CSC");
 }
 
 void hetero_loader(Bench& b) {
@@ -424,7 +426,8 @@ void hetero_loader(Bench& b) {
   params["batches"] = batches;
   params["epochs"] = b.args.loader_epochs;
   params["prefetch_threads"] = 1;
-  params["mean_input_nodes"] = batches ? static_cast<double>(inputs) / static_cast<double>(batches) : 0.0;
+  params["mean_input_nodes"] =
+      batches ? static_cast<double>(inputs) / static_cast<double>(batches) : 0.0;
   params["sample_s"] = sample_s;
   params["fetch_s"] = fetch_s;
   params["wait_s"] = wait_s;
@@ -496,7 +499,9 @@ void rgcn_epoch_standalone(Bench& b) {
   Stopwatch clock;
   const auto res = train_hetero_node_classification(g, o, {}, [&](const EpochRow& r, Metric) {
     epochs.push_back(r.epoch_s);
-    last = {{"sample_s", r.sample_s}, {"fetch_s", r.fetch_s}, {"compute_s", r.compute_s},
+    last = {{"sample_s", r.sample_s},
+            {"fetch_s", r.fetch_s},
+            {"compute_s", r.compute_s},
             {"loss", r.loss}};
   });
   b.rep.note("rgcn standalone: " + std::to_string(o.epochs) + " epochs, whole run " +
@@ -526,22 +531,14 @@ void rgcn_epoch_dist(Bench& b) {
     fan += std::to_string(f);
   }
   fs::create_directories(run);  // the CLI writes its ip_config.txt there before anything else
-  const std::vector<std::string> argv = {b.args.cli,
-                                         b.dataset_dir.string(),
-                                         "--part-config",
-                                         b.config.string(),
-                                         "--parts",
-                                         "2",
-                                         "--epochs",
-                                         std::to_string(1 + b.args.epochs),
-                                         "--hidden",
-                                         std::to_string(o.hidden),
-                                         "--fanouts",
-                                         fan,
-                                         "--batch-size",
-                                         std::to_string(o.batch_size),
-                                         "--json",
-                                         "--out",
+  const std::vector<std::string> argv = {b.args.cli,      b.dataset_dir.string(),
+                                         "--part-config", b.config.string(),
+                                         "--parts",       "2",
+                                         "--epochs",      std::to_string(1 + b.args.epochs),
+                                         "--hidden",      std::to_string(o.hidden),
+                                         "--fanouts",     fan,
+                                         "--batch-size",  std::to_string(o.batch_size),
+                                         "--json",        "--out",
                                          run.string()};
   std::string command;
   for (const auto& s : argv) command += (command.empty() ? "" : " ") + s;
@@ -598,8 +595,8 @@ int main(int argc, char** argv) {
                  a.cli.c_str());
     return 2;
   }
-  const TempDir tmp(fs::temp_directory_path() /
-                    ("distgraph-bench-hetero-" + std::to_string(::getpid())));
+  const bench::TempDir tmp(fs::temp_directory_path() /
+                           ("distgraph-bench-hetero-" + std::to_string(::getpid())));
   try {
     HsbmOptions ho;
     ho.num_papers = a.papers;

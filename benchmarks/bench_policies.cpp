@@ -100,6 +100,7 @@
 #include "support/flags.hpp"
 #include "support/raw_tcp.hpp"
 #include "support/report.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -171,21 +172,6 @@ SamplerSpec spec_for(const std::string& name) {
 }
 
 // --- the data every composition shares -------------------------------------------------------
-
-/// A temporary folder, removed with everything in it on destruction.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const fs::path& p) : path(p) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 /// One call's inputs (input node IDs), split by owner for the asio bounds.
 struct Call {
@@ -613,8 +599,8 @@ int main(int argc, char** argv) {
   Bench b{.args = parse(argc, argv), .rep = bench::Reporter(argc, argv, "bench_policies")};
   const Args& a = b.args;
   Stopwatch total;
-  const TempDir tmp(fs::temp_directory_path() /
-                    ("distgraph-bench-policies-" + std::to_string(::getpid())));
+  const bench::TempDir tmp(fs::temp_directory_path() /
+                           ("distgraph-bench-policies-" + std::to_string(::getpid())));
   try {
     b.rep.note("generating and building R-MAT ...");
     Stopwatch clock;

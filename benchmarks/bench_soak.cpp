@@ -68,6 +68,7 @@
 #include "distgraph/transport/detail/handshake.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -87,20 +88,6 @@ constexpr int hog_requests = 64;
 constexpr int bad_roles = 5;
 const char* const role_names[bad_roles] = {"silent", "trickle", "non_reading_puller",
                                            "oversized_frame", "oversized_before_hello"};
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const fs::path& p) : path(p) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 /// A field of /proc/self/status ("VmRSS:", "VmHWM:"), in bytes.
 std::uint64_t own_status_bytes(const std::string& field) {
@@ -623,8 +610,8 @@ int main(int argc, char** argv) {
       .add("--server-threads", a.server_threads, 1, 64)
       .parse(argc, argv);
   bench::Reporter rep(argc, argv, "bench_soak");
-  const TempDir tmp(fs::temp_directory_path() /
-                    ("distgraph-bench-soak-" + std::to_string(::getpid())));
+  const bench::TempDir tmp(fs::temp_directory_path() /
+                           ("distgraph-bench-soak-" + std::to_string(::getpid())));
 
   rep.note("building R-MAT and its single partition ...");
   const fs::path config = tmp.path / "rmat.json";
