@@ -146,17 +146,23 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   std::getline(csv, line);
   CHECK(line ==
         "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-        "remote_rows,remote_bytes");
+        "remote_rows,remote_bytes,cache_hit_rate");
   int rows = 0;
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
     ++rows;
+    std::vector<std::string> cells;
+    std::istringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    REQUIRE(cells.size() == 12);
     // Two machines: every epoch's batches need some rows of the other one (features of
-    // at least 4 bytes each).
-    const auto remote_bytes = std::stoll(line.substr(line.rfind(',') + 1));
-    const auto head = line.substr(0, line.rfind(','));
-    const auto remote_rows = std::stoll(head.substr(head.rfind(',') + 1));
-    CHECK(remote_rows > 0);
+    // at least 4 bytes each), unless the machine's cache holds them.
+    const auto remote_rows = std::stoll(cells[9]);
+    const auto remote_bytes = std::stoll(cells[10]);
+    const auto hit_rate = std::stod(cells[11]);
+    CHECK(hit_rate >= 0);
+    CHECK(hit_rate <= 1);
+    CHECK((remote_rows > 0 || hit_rate == 1));
     CHECK(remote_bytes >= 4 * remote_rows);
   }
   CHECK(rows == 50);

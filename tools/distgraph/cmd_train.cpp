@@ -45,6 +45,7 @@ constexpr const char* usage =
     "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
     "                [--sampler uniform|labor] [--lr X] [--dropout X]\n"
     "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
+    "                [--cache-mb M] [--cache-policy presample|halo]\n"
     "                [--out DIR] [--resume] [--json]\n"
     "  typed graphs:  [--target-ntype T] [--model rgcn|hsage] [--relation-fanouts R=F,...]\n"
     "                 [--num-bases B] [--combine sum|mean]";
@@ -128,6 +129,14 @@ NodeClassificationOptions recipe_from(const Args& a) {
     throw UsageError("train: --embedding-dim is for --task node");
   if (a.get_or("task", "node") == "link" && o.sampler != "uniform")
     throw UsageError("train: --sampler " + o.sampler + " is for --task node");
+  // A machine's cache lives in its shared memory: more than the machine has cannot fit.
+  const auto mem_mib = static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                       static_cast<std::int64_t>(::sysconf(_SC_PAGE_SIZE)) / (1 << 20);
+  o.cache_mb = a.get_int("cache-mb", o.cache_mb, 0, std::max<std::int64_t>(mem_mib, 1));
+  o.cache_policy = a.get_or("cache-policy", o.cache_policy);
+  if (o.cache_policy != "presample" && o.cache_policy != "halo")
+    throw UsageError("train: --cache-policy '" + o.cache_policy +
+                     "': expected presample or halo");
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -181,7 +190,8 @@ nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
           {"compute_s", r.compute_s},
           {"allreduce_s", r.allreduce_s},
           {"remote_rows", r.remote_rows},
-          {"remote_bytes", r.remote_bytes}};
+          {"remote_bytes", r.remote_bytes},
+          {"cache_hit_rate", r.cache_hit_rate}};
 }
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
@@ -194,11 +204,13 @@ EpochCallback epoch_printer(bool json, std::int64_t epochs) {
     } else {
       std::printf(
           "%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
-          "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f; remote %.1f MB)%s",
+          "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f; remote %.1f MB, "
+          "cache hits %.0f%%)%s",
           tty ? "\r\033[K" : "", static_cast<long long>(r.epoch + 1),
           static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, r.val_metric,
           r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
-          static_cast<double>(r.remote_bytes) / 1e6, tty && r.epoch + 1 < epochs ? "" : "\n");
+          static_cast<double>(r.remote_bytes) / 1e6, 100 * r.cache_hit_rate,
+          tty && r.epoch + 1 < epochs ? "" : "\n");
     }
     std::fflush(stdout);
   };
@@ -412,6 +424,12 @@ int run_train(std::vector<std::string> argv) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("cache-mb",
+              "MiB of each machine's shared cache of other machines' feature rows, filled "
+              "before the first epoch (default 256; 0: none; at most the machine's memory)")
+      .option("cache-policy",
+              "how cached rows are chosen: presample (default: the input nodes of 16 "
+              "pre-sampled batches) or halo (in-neighbours of the partition, by edge count)")
       .option("split",
               "training seeds per trainer: balanced (by in-degree, default) or local "
               "(node_split: each trainer's own partition first)")

@@ -12,6 +12,7 @@
 
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/kv_client.hpp"
+#include "distgraph/dist/row_cache.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/typed_data.hpp"
 #include "distgraph/sampling/frontier.hpp"
@@ -73,6 +74,8 @@ class BasicDistGraph {
   const book_type& book() const noexcept { return client_->book(); }
   client_type& client() const noexcept { return *client_; }
   std::shared_ptr<client_type> client_ptr() const noexcept { return client_; }
+  /// This trainer's machine partition (mapped from its files), or null when none was given.
+  const Partition* local_partition() const noexcept { return local_.get(); }
   /// The partition of this trainer's machine (0 standalone).
   std::int32_t part_id() const noexcept { return std::max(client_->layout().machine_id, 0); }
 
@@ -85,6 +88,32 @@ class BasicDistGraph {
   tensor_type<V> edata(const std::string& name) const {
     return tensor_type<V>::open(client_, edge_data_name(name), RowKind::edge);
   }
+  /// Builds this machine's shared cache of node data `name`'s rows owned by other machines
+  /// and has this trainer's pulls use it (build_row_cache: collective, once per tensor;
+  /// one trainer per machine calls `rank_candidates()` for the global IDs it expects to
+  /// read, most wanted first, and fills up to `budget_bytes`). Only node data loaded from
+  /// the partition can be cached, since it is the job's read-only input; anything else
+  /// (a DistEmbedding, data made with create_ndata) throws InvalidArgument before any
+  /// barrier, as does a trainer with shared storage but no local partition to check it
+  /// against. Cached rows are byte for byte the owners' rows; writes to the tensor are
+  /// refused from then on.
+  template <class RankCandidates>
+  RowCacheStats cache_remote_rows(const std::string& name, std::size_t budget_bytes,
+                                  RankCandidates&& rank_candidates) const {
+    if (budget_bytes > 0 && client_->colocated()) {
+      if (!local_)
+        throw InvalidArgument("cache_remote_rows: the graph has no local partition to check '" +
+                              name + "' against");
+      if (!local_->node_feats.contains(name))
+        throw InvalidArgument("cache_remote_rows: '" + name +
+                              "' is not node data of the partition; only the job's read-only "
+                              "input features can be cached (a learnable embedding's rows "
+                              "change, and cached copies would go stale)");
+    }
+    return build_row_cache(*client_, node_data_name(name), RowKind::node, budget_bytes,
+                           std::forward<RankCandidates>(rank_candidates));
+  }
+
   /// Creates node data `name` (collective, see DistTensor::create).
   template <class V>
   tensor_type<V> create_ndata(const std::string& name, std::int64_t cols, InitSpec init = {}) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -17,10 +18,12 @@
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/dist/row_cache.hpp"
 #include "distgraph/partition/concepts.hpp"
 #include "distgraph/server/detail/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
+#include "distgraph/storage/scatter_read.hpp"
 #include "distgraph/transport/concepts.hpp"
 
 namespace distgraph {
@@ -47,10 +50,13 @@ struct ClientOptions {
 
 /// Rows and bytes a client pulled from the servers of other machines than its own (all
 /// servers when it has no machine): what a network carries for it. Counted when the
-/// replies arrive; totals since the client was made.
+/// replies arrive; totals since the client was made. `cached_rows` / `cached_bytes`: rows
+/// of other machines the machine's row cache served instead (not in rows / bytes).
 struct RemoteTraffic {
   std::int64_t rows = 0;
   std::int64_t bytes = 0;
+  std::int64_t cached_rows = 0;
+  std::int64_t cached_bytes = 0;
 };
 
 /// The trainer side of the KV protocol over transport `T`, for a graph partitioned under
@@ -98,7 +104,29 @@ class KVClient {
   /// What pull() has fetched from other machines so far (copies of a client share it).
   RemoteTraffic remote_traffic() const noexcept {
     return {traffic_->rows.load(std::memory_order_relaxed),
-            traffic_->bytes.load(std::memory_order_relaxed)};
+            traffic_->bytes.load(std::memory_order_relaxed),
+            traffic_->cached_rows.load(std::memory_order_relaxed),
+            traffic_->cached_bytes.load(std::memory_order_relaxed)};
+  }
+
+  /// Serves pulls of `cache->tensor()` rows that `cache` holds from it instead of their
+  /// owners (build_row_cache calls it), and refuses writes to that tensor from then on
+  /// (InvalidArgument): cached copies must never go stale. Replaces an earlier cache of the
+  /// tensor. Copies of the client share it.
+  void use_row_cache(std::shared_ptr<const RowCache<S>> cache) {
+    if (!cache) throw InvalidArgument("use_row_cache: null cache");
+    std::lock_guard lock(caches_->mu);
+    auto table = std::make_shared<CacheTable>(*caches_->table.load());
+    std::erase_if(*table, [&](const auto& c) { return c->tensor() == cache->tensor(); });
+    table->push_back(std::move(cache));
+    caches_->table.store(std::move(table));
+  }
+  /// The row cache pulls of tensor `name` use, or null.
+  std::shared_ptr<const RowCache<S>> row_cache(std::string_view name) const {
+    const auto table = caches_->table.load();
+    for (const auto& c : *table)
+      if (c->tensor() == name) return c;
+    return nullptr;
   }
 
   /// Flat index of the server this trainer uses for partition `part`.
@@ -202,9 +230,23 @@ class KVClient {
   }
 
   /// Copies rows `global_ids` of tensor `name` into `out` (global_ids.size() rows of
-  /// `row_bytes` each, in request order). Blocks until every owner answered.
+  /// `row_bytes` each, in request order). Blocks until every owner answered. Rows of
+  /// other machines that the machine's row cache holds (use_row_cache) come from it.
   void pull(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
             std::span<std::byte> out, std::size_t row_bytes) {
+    pull_rows(name, kind, global_ids, out, row_bytes, true);
+  }
+
+  /// pull() from the owners only: no row cache, and not counted in remote_traffic() (how
+  /// a cache is filled).
+  void pull_uncached(const std::string& name, RowKind kind,
+                     std::span<const std::int64_t> global_ids, std::span<std::byte> out,
+                     std::size_t row_bytes) {
+    pull_rows(name, kind, global_ids, out, row_bytes, false);
+  }
+
+  void pull_rows(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
+                 std::span<std::byte> out, std::size_t row_bytes, bool cached) {
     if (out.size() != global_ids.size() * row_bytes)
       throw ShapeError("pull '" + name + "'", std::to_string(out.size()) +
                                                   " output bytes; expected " +
@@ -218,36 +260,79 @@ class KVClient {
       colocated_->read_rows(name, local, out);
       return;
     }
+    const auto cache = cached ? row_cache(name) : nullptr;
+    if (cache && cache->row_bytes() != row_bytes)
+      throw ShapeError("pull '" + name + "'", std::to_string(row_bytes) +
+                                                  " bytes per row; the tensor has " +
+                                                  std::to_string(cache->row_bytes()));
     std::vector<PendingCall> calls(g.parts.size());
+    // Where the rows sent to group k go when the cache took some of them (else: all of
+    // the group's positions, in g.order).
+    std::vector<std::vector<std::size_t>> sent_at(g.parts.size());
+    std::vector<std::int64_t> hit_slots;
+    std::vector<std::size_t> hit_at;
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (is_colocated(g.parts[k])) continue;
-      RowsRequest q{name, kind, static_cast<std::int64_t>(g.count(k))};
+      auto ids = g.ids_of(k, global_ids);
+      if (cache && g.parts[k] != layout_.machine_id) {
+        std::vector<std::int64_t> miss;
+        std::vector<std::size_t> miss_at;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          const std::size_t at = g.order[g.offsets[k] + i];
+          if (const auto slot = cache->slot(ids[i]); slot >= 0) {
+            hit_slots.push_back(slot);
+            hit_at.push_back(at);
+          } else {
+            miss.push_back(ids[i]);
+            miss_at.push_back(at);
+          }
+        }
+        if (miss.size() != ids.size()) {
+          ids = std::move(miss);
+          sent_at[k] = std::move(miss_at);
+          if (ids.empty()) continue;
+        }
+      }
+      RowsRequest q{name, kind, static_cast<std::int64_t>(ids.size())};
       calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull,
-                                  rows_message(q.encode(), g.ids_of(k, global_ids)));
+                                  rows_message(q.encode(), std::move(ids)));
     }
-    // Co-located rows are read while the remote requests are in flight.
-    std::vector<std::byte> local_rows;
+    // Co-located and cached rows are read while the remote requests are in flight, each
+    // straight into its place in `out`.
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (!is_colocated(g.parts[k])) continue;
       const auto gids = g.ids_of(k, global_ids);
       std::vector<std::int64_t> local(gids.size());
       to_local(kind, name, gids, local);
-      local_rows.resize(local.size() * row_bytes);
-      colocated_->read_rows(name, local, local_rows);
-      g.scatter(k, local_rows, out, row_bytes);
+      read_rows_into(*colocated_, name, local,
+                     std::span<const std::size_t>(g.order).subspan(g.offsets[k], g.count(k)), out,
+                     row_bytes);
+    }
+    if (!hit_slots.empty()) {
+      cache->read(hit_slots, hit_at, out);
+      traffic_->cached_rows.fetch_add(static_cast<std::int64_t>(hit_slots.size()),
+                                      std::memory_order_relaxed);
+      traffic_->cached_bytes.fetch_add(static_cast<std::int64_t>(hit_slots.size() * row_bytes),
+                                       std::memory_order_relaxed);
     }
     collect(calls, g, "pull '" + name + "'", [&](std::size_t k, const Reply& r) {
-      const std::size_t want = g.count(k) * row_bytes;
+      const bool split = !sent_at[k].empty();
+      const std::size_t rows = split ? sent_at[k].size() : g.count(k);
+      const std::size_t want = rows * row_bytes;
       if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
         throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
                             ": reply of the wrong size; expected " + std::to_string(want) +
                             " bytes");
-      if (g.parts.size() == 1)
-        std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
+      const std::byte* src = r.body.parts[0].data();
+      if (split)
+        for (std::size_t i = 0; i < rows; ++i)
+          std::memcpy(out.data() + sent_at[k][i] * row_bytes, src + i * row_bytes, row_bytes);
+      else if (g.parts.size() == 1)
+        std::memcpy(out.data(), src, want);  // request order already
       else
         g.scatter(k, r.body.parts[0], out, row_bytes);
-      if (g.parts[k] != layout_.machine_id) {
-        traffic_->rows.fetch_add(static_cast<std::int64_t>(g.count(k)), std::memory_order_relaxed);
+      if (cached && g.parts[k] != layout_.machine_id) {
+        traffic_->rows.fetch_add(static_cast<std::int64_t>(rows), std::memory_order_relaxed);
         traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
       }
     });
@@ -262,6 +347,7 @@ class KVClient {
       throw ShapeError("push '" + name + "'", std::to_string(rows.size()) +
                                                   " bytes of rows; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
+    check_writable(name, add ? "push_add" : "push");
     const Groups g = group(kind, global_ids);
     check_type(kind, name, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
@@ -296,6 +382,7 @@ class KVClient {
     const auto bytes = std::as_bytes(grads);
     if (bytes.size() != global_ids.size() * row_bytes)
       throw ShapeError("sparse step '" + name + "'", "gradient size disagrees with the row count");
+    check_writable(name, "sparse step");
     const Groups g = group(kind, global_ids);
     check_type(kind, name, global_ids);
     std::vector<PendingCall> calls(g.parts.size());
@@ -435,6 +522,15 @@ class KVClient {
                            gids[i], 0, 0);
   }
 
+  /// Throws InvalidArgument when tensor `name` is served from a row cache: a write would
+  /// leave the cached copies of other trainers stale. Checked before anything is sent.
+  void check_writable(std::string_view name, const char* what) const {
+    if (row_cache(name))
+      throw InvalidArgument(std::string(what) + " '" + std::string(name) +
+                            "': the tensor is cached read-only on this machine "
+                            "(build_row_cache); writes would leave cached copies stale");
+  }
+
   /// Co-located rows of tensor `name`: typed data's rows start at its type's offset.
   /// Call after check_type.
   void to_local(RowKind kind, std::string_view name, std::span<const std::int64_t> gids,
@@ -486,9 +582,16 @@ class KVClient {
   std::shared_ptr<S> colocated_;
   ClientOptions options_;
   struct TrafficCounters {
-    std::atomic<std::int64_t> rows{0}, bytes{0};
+    std::atomic<std::int64_t> rows{0}, bytes{0}, cached_rows{0}, cached_bytes{0};
   };
   std::shared_ptr<TrafficCounters> traffic_ = std::make_shared<TrafficCounters>();
+  /// The row caches in use: replaced whole under `mu`, read without a lock by pulls.
+  using CacheTable = std::vector<std::shared_ptr<const RowCache<S>>>;
+  struct Caches {
+    std::mutex mu;
+    std::atomic<std::shared_ptr<const CacheTable>> table{std::make_shared<const CacheTable>()};
+  };
+  std::shared_ptr<Caches> caches_ = std::make_shared<Caches>();
 };
 
 }  // namespace distgraph

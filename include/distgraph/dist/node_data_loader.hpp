@@ -96,6 +96,23 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
       : Base(make_state(std::move(graph), train_ids, std::move(fanouts), std::move(options)),
              &make_batch, "NodeDataLoader") {}
 
+  /// The input nodes (blocks[0].src_nodes, global IDs) of batch `b` of epoch `epoch`, as
+  /// next() would sample them, without fetching features or labels: what a row cache is
+  /// planned from (pre-sampling). Throws as next() does, IdOutOfRange for a batch outside
+  /// [0, num_batches()).
+  std::vector<std::int64_t> sample_input_nodes(std::int64_t epoch, std::int64_t b) const {
+    const State& s = this->state();
+    if (b < 0 || b >= this->num_batches())
+      throw IdOutOfRange("NodeDataLoader batch", b, 0, this->num_batches());
+    const LoaderOptions& o = s.options;
+    const auto order = epoch_order(s.ids, o.shuffle, o.seed, epoch, o.rank);
+    const auto begin = static_cast<std::size_t>(b * o.batch_size);
+    const auto end = std::min(order.size(), begin + static_cast<std::size_t>(o.batch_size));
+    const SampleKey key{.seed = o.seed, .epoch = epoch, .rank = o.rank, .batch = b};
+    return sample(s, std::span<const std::int64_t>(order).subspan(begin, end - begin), key)
+        .input_nodes;
+  }
+
  private:
   static std::shared_ptr<const State> make_state(Graph graph,
                                                  std::span<const std::int64_t> train_ids,
@@ -135,16 +152,21 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
                                                std::move(label)});
   }
 
-  static NodeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
-                              const SampleKey& key) {
-    NodeBatch out;
-    Stopwatch clock;
-    MiniBatch mb = sample_blocks(
+  static MiniBatch sample(const State& s, std::span<const std::int64_t> seeds,
+                          const SampleKey& key) {
+    return sample_blocks(
         seeds, s.fanouts,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
           return s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
                                           layer_sampler(s.options, layer));
         });
+  }
+
+  static NodeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
+                              const SampleKey& key) {
+    NodeBatch out;
+    Stopwatch clock;
+    MiniBatch mb = sample(s, seeds, key);
     out.timings.sample_s = clock.seconds();
     clock.reset();
     s.feat.pull(s.graph, mb.input_nodes, out);

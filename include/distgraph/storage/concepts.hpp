@@ -64,4 +64,16 @@ concept Storage = requires {
   s.add_rows(name, rows, in);
 };
 
+/// A Storage that can also read rows straight into scattered row slots of an output
+/// buffer (`read_rows_at(name, rows, at, out)`: row rows[i] into slot at[i]), which saves a
+/// client the second copy when it reassembles rows of several owners in request order.
+/// Optional: clients fall back to read_rows and a scatter.
+template <class S>
+concept ScatterReadStorage = Storage<S> && requires(const S& cs, std::string_view name,
+                                                    std::span<const std::int64_t> rows,
+                                                    std::span<const std::size_t> at,
+                                                    std::span<std::byte> out) {
+  cs.read_rows_at(name, rows, at, out);
+};
+
 }  // namespace distgraph

@@ -28,6 +28,7 @@
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
+#include "distgraph/dist/row_cache.hpp"
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/train/checkpoint.hpp"
@@ -70,6 +71,14 @@ struct NodeClassificationOptions {
   std::int64_t embedding_dim = 0;
   double embedding_lr = 0.01;               ///< SparseAdam's learning rate
   std::string embedding_name = "node_emb";  ///< the embedding's tensor on the servers
+  /// MiB of each machine's shared cache of other machines' `feature` rows, filled before
+  /// the first epoch (DistGraph::cache_remote_rows; docs/GUIDE.md "The row cache"); 0: no
+  /// cache. Standalone runs and learnable inputs have none.
+  std::int64_t cache_mb = 256;
+  /// How the cache's rows are chosen: "presample" (the input nodes of a few pre-sampled
+  /// training batches, most frequent first) or "halo" (the other machines' in-neighbours of
+  /// this partition's nodes, by how many edges lead from them into it).
+  std::string cache_policy = "presample";
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
   /// Where rank 0 writes metrics.csv, curves.svg, result.json and checkpoint.pt after
   /// every epoch; empty: nothing is written.
@@ -387,6 +396,46 @@ void check_options(const Options& o) {
     if (!is_node_classification_sampler(o.sampler))
       throw InvalidArgument("train: sampler '" + o.sampler + "'; expected uniform or labor");
   }
+  if constexpr (requires { o.cache_mb; }) {
+    if (o.cache_mb < 0)
+      throw InvalidArgument("train: cache size " + std::to_string(o.cache_mb) +
+                            " MiB; expected >= 0 (0: no cache)");
+    if (o.cache_policy != "presample" && o.cache_policy != "halo")
+      throw InvalidArgument("train: cache policy '" + o.cache_policy +
+                            "'; expected presample or halo");
+  }
+}
+
+/// Batches pre-sampled (from epochs no training run uses) to rank a row cache's rows.
+inline constexpr std::int64_t cache_presample_batches = 16;
+
+/// Fills the machines' row caches of input feature `feature` for the training loader
+/// (o.cache_mb, o.cache_policy) where the graph can cache; collective. Returns what this
+/// trainer's machine holds.
+template <class Graph, class Loader>
+RowCacheStats cache_input_rows(const Graph& g, const Loader& loader,
+                               const NodeClassificationOptions& o) {
+  if constexpr (requires { g.cache_remote_rows(o.feature, 0, [] { return std::vector<std::int64_t>{}; }); }) {
+    const auto budget = static_cast<std::size_t>(o.cache_mb) << 20;
+    return g.cache_remote_rows(o.feature, budget, [&] {
+      RowFrequency freq;
+      if (o.cache_policy == "halo") {
+        const Partition& p = *g.local_partition();
+        const auto& src = p.graph.indices;
+        for (std::size_t i = 0; i < src.size(); ++i)
+          if (src[i] >= p.num_inner_nodes)
+            freq.add(std::span<const std::int64_t>(&p.nid[static_cast<std::size_t>(src[i])], 1));
+      } else {
+        // Epochs -1, -2, ...: samples like training's, but none a training epoch repeats.
+        const std::int64_t per_epoch = loader.num_batches();
+        for (std::int64_t i = 0; i < cache_presample_batches; ++i)
+          freq.add(loader.sample_input_nodes(-1 - i / per_epoch, i % per_epoch));
+      }
+      return freq.ranked();
+    });
+  } else {
+    return {};
+  }
 }
 
 /// The seed of torch's generator for (seed, epoch, rank): reseeding at every epoch makes
@@ -495,6 +544,11 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                .label = o.label,
                                .sampler = SamplerSpec{o.sampler, {}}};
   Loader train_loader(g, train_ids, o.fanouts, train_lo);
+  if (!train_lo.feature.empty() && o.cache_mb > 0) {
+    const RowCacheStats cache = detail::cache_input_rows(g, train_loader, o);
+    res.extra["cache_rows"] = cache.rows;
+    res.extra["cache_bytes"] = cache.bytes;
+  }
   const std::vector<std::int64_t> full(o.fanouts.size(), -1);
   auto eval_loader = [&](const std::vector<std::int64_t>& all) {
     if (all.empty()) return detail::MaybeLoader<Loader>();
@@ -554,7 +608,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
     const EpochStats st = trainer.train_epoch(train_loader, e, metric);
     const RemoteTraffic after = detail::remote_traffic_of(g);
     std::vector<double> traffic{static_cast<double>(after.rows - before.rows),
-                                static_cast<double>(after.bytes - before.bytes)};
+                                static_cast<double>(after.bytes - before.bytes),
+                                static_cast<double>(after.cached_rows - before.cached_rows)};
     if (group) traffic = all_reduce_sum(*group, traffic, o.collective_timeout);
     metric = st.metric;
     val = trainer.evaluate(val_loader, e, metric).value;
@@ -569,7 +624,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
                        .compute_s = st.compute_s,
                        .allreduce_s = st.allreduce_s,
                        .remote_rows = static_cast<std::int64_t>(traffic[0]),
-                       .remote_bytes = static_cast<std::int64_t>(traffic[1])};
+                       .remote_bytes = static_cast<std::int64_t>(traffic[1]),
+                       .cache_hit_rate = traffic[2] > 0 ? traffic[2] / (traffic[0] + traffic[2]) : 0.0};
     if (rank == 0) {
       detail::publish_epoch(
           res, row, metric, o.out, trainer, identity, [&] { return emb_ckpt.save(e + 1); },

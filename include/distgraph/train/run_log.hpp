@@ -25,16 +25,23 @@ struct EpochRow {
   /// Rows and bytes the epoch's training batches pulled from other machines' servers,
   /// summed over the trainers (KVClient::remote_traffic; 0 for in-process graphs).
   std::int64_t remote_rows = 0, remote_bytes = 0;
+  /// Of the rows the epoch's training batches wanted from other machines, the fraction the
+  /// machines' row caches served (0 without a cache).
+  double cache_hit_rate = 0;
 };
 
 /// The header of metrics.csv (users' scripts parse it: never rename a column; new ones
 /// go at the end).
 inline constexpr const char* metrics_csv_header =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-    "remote_rows,remote_bytes";
+    "remote_rows,remote_bytes,cache_hit_rate";
 /// The header before remote_rows and remote_bytes: such files still resume.
 inline constexpr const char* metrics_csv_header_v1 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s";
+/// The header before cache_hit_rate: such files still resume.
+inline constexpr const char* metrics_csv_header_v2 =
+    "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
+    "remote_rows,remote_bytes";
 
 namespace detail {
 inline void publish_text(const std::filesystem::path& path, const std::string& text) {
@@ -57,10 +64,12 @@ inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
   s << metrics_csv_header << "\n";
   char line[512];
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld\n",
+    std::snprintf(line, sizeof line,
+                  "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%.6f\n",
                   static_cast<long long>(r.epoch), r.loss, r.train_metric, r.val_metric, r.epoch_s,
                   r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
-                  static_cast<long long>(r.remote_rows), static_cast<long long>(r.remote_bytes));
+                  static_cast<long long>(r.remote_rows), static_cast<long long>(r.remote_bytes),
+                  r.cache_hit_rate);
     s << line;
   }
   return s.str();
@@ -71,9 +80,10 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
   std::ifstream in(path);
   if (!in) throw IoError(path.string(), "cannot read");
   std::string line;
-  if (!std::getline(in, line) || (line != metrics_csv_header && line != metrics_csv_header_v1))
+  if (!std::getline(in, line) || (line != metrics_csv_header && line != metrics_csv_header_v1 &&
+                                  line != metrics_csv_header_v2))
     throw FormatError(path.string(), "first line is not the metrics header");
-  const int columns = line == metrics_csv_header ? 11 : 9;
+  const int columns = line == metrics_csv_header ? 12 : line == metrics_csv_header_v2 ? 11 : 9;
   std::vector<EpochRow> rows;
   int no = 1;
   while (std::getline(in, line)) {
@@ -81,9 +91,10 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
     if (line.empty()) continue;
     EpochRow r;
     long long e = 0, remote_rows = 0, remote_bytes = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld", &e, &r.loss,
-                    &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s, &r.fetch_s,
-                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes) != columns)
+    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld,%lf", &e,
+                    &r.loss, &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s, &r.fetch_s,
+                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes,
+                    &r.cache_hit_rate) != columns)
       throw FormatError(path.string() + ":" + std::to_string(no),
                         "expected " + std::to_string(columns) + " numbers");
     r.epoch = e;

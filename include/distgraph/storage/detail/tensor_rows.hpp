@@ -200,6 +200,29 @@ struct TensorRows {
       locks.read(rows[i], salt, out.data() + i * rb, row_ptr(rows[i]), rb, subject.c_str());
   }
 
+  /// Copies row rows[i] to row slot at[i] of `out` (a whole number of rows), each row
+  /// atomically: a grouped request's scatter folded into the one copy.
+  void read_at(const RowLockTable& locks, std::span<const std::int64_t> rows,
+               std::span<const std::size_t> at, std::span<std::byte> out) const {
+    const std::size_t rb = spec.row_bytes();
+    if (at.size() != rows.size() || out.size() % rb != 0)
+      throw ShapeError(subject, "scattered read of " + std::to_string(rows.size()) + " rows to " +
+                                    std::to_string(at.size()) + " slots of " +
+                                    std::to_string(out.size()) + " bytes; expected one slot per "
+                                    "row and whole rows of " + std::to_string(rb) + " bytes");
+    const std::size_t slots = out.size() / rb;
+    bool bad = false;
+    for (const std::size_t a : at) bad |= a >= slots;
+    if (bad)
+      for (const std::size_t a : at)
+        if (a >= slots)
+          throw IdOutOfRange(subject + " output slot", static_cast<std::int64_t>(a), 0,
+                             static_cast<std::int64_t>(slots));
+    check_batch(rows, rows.size() * rb, "scattered read");
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      locks.read(rows[i], salt, out.data() + at[i] * rb, row_ptr(rows[i]), rb, subject.c_str());
+  }
+
   /// Replaces each listed row atomically, in listing order (a duplicate's last listing wins).
   void write(const RowLockTable& locks, std::span<const std::int64_t> rows,
              std::span<const std::byte> in) const {
@@ -311,6 +334,16 @@ class StorageCalls {
   void read_rows(std::string_view name, std::span<const std::int64_t> rows,
                  std::span<std::byte> out) const {
     self().find(name)->rows.read(self().row_locks(), rows, out);
+  }
+
+  /// Copies row rows[i] of tensor `name` into row slot at[i] of `out` (whole rows), each
+  /// atomically: read_rows and a scatter in one copy (a client reassembling rows of several
+  /// owners in request order). Throws as read_rows, ShapeError when `at` and `rows` differ
+  /// in length or `out` is not whole rows, IdOutOfRange for a slot past `out` (nothing
+  /// copied). Thread-safe; does not allocate. Optional in the Storage concept.
+  void read_rows_at(std::string_view name, std::span<const std::int64_t> rows,
+                    std::span<const std::size_t> at, std::span<std::byte> out) const {
+    self().find(name)->rows.read_at(self().row_locks(), rows, at, out);
   }
 
   /// Replaces rows `rows` of tensor `name` with `in`, each atomically, in listing order
