@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -75,9 +76,10 @@ struct NodeClassificationOptions {
   /// the first epoch (DistGraph::cache_remote_rows; docs/GUIDE.md "The row cache"); 0: no
   /// cache. Standalone runs and learnable inputs have none.
   std::int64_t cache_mb = 256;
-  /// How the cache's rows are chosen: "presample" (the input nodes of a few pre-sampled
-  /// training batches, most frequent first) or "halo" (the other machines' in-neighbours of
-  /// this partition's nodes, by how many edges lead from them into it).
+  /// How the cache's rows are chosen: "presample" (the input nodes of 16 pre-sampled
+  /// training batches, most frequent first, then the halo rows they missed) or "halo" (the
+  /// other machines' in-neighbours of this partition's nodes, by how many edges lead from
+  /// them into it).
   std::string cache_policy = "presample";
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
   /// Where rank 0 writes metrics.csv, curves.svg, result.json and checkpoint.pt after
@@ -418,20 +420,25 @@ RowCacheStats cache_input_rows(const Graph& g, const Loader& loader,
   if constexpr (requires { g.cache_remote_rows(o.feature, 0, [] { return std::vector<std::int64_t>{}; }); }) {
     const auto budget = static_cast<std::size_t>(o.cache_mb) << 20;
     return g.cache_remote_rows(o.feature, budget, [&] {
+      // The halo: other machines' in-neighbours of the partition, by edges into it.
+      RowFrequency halo;
+      const Partition& p = *g.local_partition();
+      const auto& src = p.graph.indices;
+      for (std::size_t i = 0; i < src.size(); ++i)
+        if (src[i] >= p.num_inner_nodes)
+          halo.add(std::span<const std::int64_t>(&p.nid[static_cast<std::size_t>(src[i])], 1));
+      if (o.cache_policy == "halo") return halo.ranked();
+      // Epochs -1, -2, ...: samples like training's, but none a training epoch repeats.
       RowFrequency freq;
-      if (o.cache_policy == "halo") {
-        const Partition& p = *g.local_partition();
-        const auto& src = p.graph.indices;
-        for (std::size_t i = 0; i < src.size(); ++i)
-          if (src[i] >= p.num_inner_nodes)
-            freq.add(std::span<const std::int64_t>(&p.nid[static_cast<std::size_t>(src[i])], 1));
-      } else {
-        // Epochs -1, -2, ...: samples like training's, but none a training epoch repeats.
-        const std::int64_t per_epoch = loader.num_batches();
-        for (std::int64_t i = 0; i < cache_presample_batches; ++i)
-          freq.add(loader.sample_input_nodes(-1 - i / per_epoch, i % per_epoch));
-      }
-      return freq.ranked();
+      const std::int64_t per_epoch = loader.num_batches();
+      for (std::int64_t i = 0; i < cache_presample_batches; ++i)
+        freq.add(loader.sample_input_nodes(-1 - i / per_epoch, i % per_epoch));
+      // Then the halo rows the pre-sampled batches missed, while the budget lasts.
+      std::vector<std::int64_t> ranked = freq.ranked();
+      std::unordered_set<std::int64_t> seen(ranked.begin(), ranked.end());
+      for (const auto id : halo.ranked())
+        if (seen.insert(id).second) ranked.push_back(id);
+      return ranked;
     });
   } else {
     return {};
