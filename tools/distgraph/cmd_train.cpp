@@ -43,7 +43,8 @@ namespace fs = std::filesystem;
 constexpr const char* usage =
     "distgraph train [DATASET_DIR|hsbm] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
     "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
-    "                [--sampler uniform|labor] [--lr X] [--dropout X]\n"
+    "                [--model sage|gcn|gat] [--heads H] [--sampler uniform|labor] [--lr X]\n"
+    "                [--dropout X]\n"
     "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
     "                [--cache-mb M] [--cache-policy presample|halo]\n"
     "                [--out DIR] [--resume] [--json]\n"
@@ -91,9 +92,23 @@ torch::Device parse_device(const std::string& d) {
   throw UsageError("train: --device '" + d + "'; expected cpu or cuda[:N]");
 }
 
-/// The recipe from the command line (every value checked; UsageError otherwise).
+/// Whether `model` names a typed graph's model (--model rgcn|hsage).
+bool is_typed_model(const std::string& model) { return model == "rgcn" || model == "hsage"; }
+
+/// The recipe from the command line (every value checked; UsageError otherwise), starting
+/// from the default recipe of --model (typed models leave the homogeneous one at sage).
 NodeClassificationOptions recipe_from(const Args& a) {
-  NodeClassificationOptions o;
+  const auto model = a.get_or("model", "sage");
+  ModelKind kind = ModelKind::sage;
+  if (!is_typed_model(model)) {
+    try {
+      kind = parse_model_kind(model);
+    } catch (const InvalidArgument&) {
+      throw UsageError("train: --model '" + model +
+                       "': expected sage, gcn or gat (typed graphs: rgcn or hsage)");
+    }
+  }
+  NodeClassificationOptions o = node_classification_recipe(kind);
   o.epochs = a.get_int("epochs", o.epochs, 1, 1'000'000);
   o.seed = static_cast<std::uint64_t>(a.get_int("seed", 0, 0, INT64_MAX));
   o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
@@ -106,6 +121,13 @@ NodeClassificationOptions recipe_from(const Args& a) {
   o.weight_decay = a.get_double("weight-decay", o.weight_decay, 0, 100);
   o.dropout = a.get_double("dropout", o.dropout, 0, 0.99);
   o.input_dropout = a.get_double("input-dropout", o.dropout, 0, 0.99);
+  o.attn_dropout = a.get_double("attn-dropout", o.dropout, 0, 0.99);
+  if ((a.has("heads") || a.has("attn-dropout")) && kind != ModelKind::gat)
+    throw UsageError("train: --heads and --attn-dropout are for --model gat");
+  o.heads = a.get_int("heads", o.heads, 1, 1 << 16);
+  if (kind == ModelKind::gat && o.hidden % o.heads != 0)
+    throw UsageError("train: --heads " + std::to_string(o.heads) + " does not divide --hidden " +
+                     std::to_string(o.hidden) + " (GAT splits the hidden width over its heads)");
   o.metric = parse_metric(a.get_or("metric", "auto"));
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
@@ -137,6 +159,10 @@ NodeClassificationOptions recipe_from(const Args& a) {
   if (o.cache_policy != "presample" && o.cache_policy != "halo")
     throw UsageError("train: --cache-policy '" + o.cache_policy +
                      "': expected presample or halo");
+  if (a.get_or("task", "node") == "link" && kind != ModelKind::sage)
+    throw UsageError("train: --model " + model +
+                     " is for --task node (link prediction trains "
+                     "GraphSAGE)");
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -242,8 +268,9 @@ void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) 
   if (a.get_or("task", "node") != "node")
     throw UsageError("train: typed graphs train --task node only");
   if (recipe.resume)
-    throw UsageError("train: --resume is not available for typed graphs yet (their "
-                     "featureless types' embeddings are not checkpointed)");
+    throw UsageError(
+        "train: --resume is not available for typed graphs yet (their "
+        "featureless types' embeddings are not checkpointed)");
   if (recipe.sampler != "uniform")
     throw UsageError("train: --sampler " + recipe.sampler +
                      " is for homogeneous graphs (typed graphs sample per relation)");
@@ -262,6 +289,9 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
     return train_hetero_node_classification(
         g, o, groups, report ? epoch_printer(a.has("json"), o.epochs) : EpochCallback{});
   }
+  if (is_typed_model(a.get_or("model", "sage")))
+    throw UsageError("train: --model " + a.get_or("model", "sage") +
+                     " is for typed graphs; expected sage, gcn or gat");
   if (task == "node")
     return train_node_classification(
         g, recipe, groups, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
@@ -408,18 +438,22 @@ int run_train(std::vector<std::string> argv) {
       .option("parts", "partitions = loopback machines (default 2)")
       .option("servers", "servers per machine (default 1)")
       .option("trainers", "trainers per machine (default 1)")
-      .option("epochs", "training epochs (default 50)")
+      .option("epochs", "training epochs (default 50; gcn and gat: 200)")
       .option("seed", "seed of the model, shuffles, sampling and dropout (default 0)")
-      .option("hidden", "hidden units per layer (default 64)")
-      .option("fanouts", "neighbours sampled per layer, input layer first (default 10,25)")
+      .option("hidden", "hidden units per layer, all heads together (default 64; gcn: 16)")
+      .option("fanouts",
+              "neighbours sampled per layer, input layer first (default 10,25; gcn and gat: "
+              "-1,-1, all)")
       .option("batch-size", "training seeds per batch and trainer (default 1000)")
       .option("sampler",
               "neighbour sampler of training batches: uniform (default) or labor "
               "(layer-neighbour sampling: the same expected fanout, fewer input nodes)")
-      .option("lr", "Adam learning rate (default 0.01)")
+      .option("lr", "Adam learning rate (default 0.01; gat: 0.005)")
       .option("weight-decay", "Adam weight decay (default 5e-4)")
-      .option("dropout", "dropout after hidden layers (default 0.5)")
+      .option("dropout", "dropout after hidden layers (default 0.5; gat: 0.6)")
       .option("input-dropout", "dropout on the input features (default: --dropout)")
+      .option("attn-dropout", "gat: dropout on the attention coefficients (default: --dropout)")
+      .option("heads", "gat: attention heads per hidden layer, dividing --hidden (default 8)")
       .option("aggregator", "SAGEConv aggregator: mean, gcn or pool (default mean)")
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
@@ -440,7 +474,9 @@ int run_train(std::vector<std::string> argv) {
               "features (default 0: features; graphs without features get --hidden)")
       .option("target-ntype",
               "typed graphs: the node type to classify (default: the dataset's target)")
-      .option("model", "typed graphs: rgcn (default) or hsage (a SAGEConv per relation)")
+      .option("model",
+              "sage (GraphSAGE, default), gcn or gat; typed graphs: rgcn (default) or hsage "
+              "(a SAGEConv per relation)")
       .option("relation-fanouts",
               "typed graphs: per-relation fanouts overriding --fanouts, e.g. "
               "rev_pv=20,paper:pa:author=5/10 (one value, or one per layer)")
@@ -473,8 +509,8 @@ int run_train(std::vector<std::string> argv) {
     throw CheckpointError((out / "checkpoint.pt").string(), "not found (nothing to resume from)");
   // The dataset (checked before anything is written), partitioned under out/partition
   // unless a partition is given or reusable.
-  const std::string input = !args.positional().empty() ? args.positional()[0]
-                                                       : args.get_or("input", "");
+  const std::string input =
+      !args.positional().empty() ? args.positional()[0] : args.get_or("input", "");
   fs::path config;
   std::int64_t num_parts = parts;
   std::optional<std::string> target;  // set for typed graphs
@@ -497,10 +533,9 @@ int run_train(std::vector<std::string> argv) {
       config = out / "partition" / (hd.name + ".json");
       fs::create_directories(out);
       const auto classes = hetero_split_classes(hd);
-      partition_hetero_dataset(hd, hd.name, parts, out / "partition",
-                               {.method = PartMethod::metis,
-                                .balance_ntypes = classes,
-                                .seed = recipe.seed});
+      partition_hetero_dataset(
+          hd, hd.name, parts, out / "partition",
+          {.method = PartMethod::metis, .balance_ntypes = classes, .seed = recipe.seed});
     }
   } else {
     const Dataset data = input.empty() ? sbm_dataset() : load_dataset(input);

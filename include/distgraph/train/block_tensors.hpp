@@ -103,6 +103,35 @@ inline BlockTensors finish_block(torch::Tensor indptr, torch::Tensor indices, st
 
 }  // namespace detail
 
+namespace detail {
+
+/// Throws ShapeError naming `who` unless `h` is a [rows, cols] matrix (a layer's input).
+inline void check_layer_input(const std::string& who, const torch::Tensor& h, std::int64_t rows,
+                              std::int64_t cols) {
+  if (h.dim() == 2 && h.size(0) == rows && h.size(1) == cols) return;
+  std::string shape = "[";
+  for (std::int64_t d = 0; d < h.dim(); ++d) shape += (d ? ", " : "") + std::to_string(h.size(d));
+  throw ShapeError(who, "shape " + shape + "]; expected [" + std::to_string(rows) + ", " +
+                            std::to_string(cols) + "]");
+}
+
+}  // namespace detail
+
+/// Throws ShapeError naming `model` unless `blocks` has `num_layers` blocks that chain
+/// (block l's destinations are block l+1's sources): what every model over blocks checks.
+inline void check_block_chain(const std::string& model, const std::vector<BlockTensors>& blocks,
+                              std::int64_t num_layers) {
+  if (static_cast<std::int64_t>(blocks.size()) != num_layers)
+    throw ShapeError(model + " blocks", std::to_string(blocks.size()) + " blocks; expected " +
+                                            std::to_string(num_layers) + " (one per layer)");
+  for (std::size_t l = 0; l + 1 < blocks.size(); ++l)
+    if (blocks[l].num_dst != blocks[l + 1].num_src)
+      throw ShapeError(model + " blocks",
+                       "block " + std::to_string(l) + " has " + std::to_string(blocks[l].num_dst) +
+                           " destinations, block " + std::to_string(l + 1) + " " +
+                           std::to_string(blocks[l + 1].num_src) + " sources; expected equal");
+}
+
 /// `b` as tensors on `device`, its arrays copied (one memcpy each). Throws ShapeError for
 /// inconsistent CSR arrays and IdOutOfRange for a source position outside [0, num_src).
 inline BlockTensors block_tensors(const Block& b, torch::Device device = torch::kCPU) {

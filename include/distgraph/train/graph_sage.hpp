@@ -13,6 +13,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/dropout.hpp"
+#include "distgraph/train/model_checks.hpp"
 #include "distgraph/train/sage_conv.hpp"
 
 namespace distgraph {
@@ -37,14 +38,8 @@ class GraphSAGEImpl : public torch::nn::Module {
   /// Throws InvalidArgument for a size below 1 or a dropout outside [0, 1).
   explicit GraphSAGEImpl(const GraphSAGEOptions& options) : options_(options) {
     const auto& o = options;
-    if (o.in_feats < 1 || o.hidden < 1 || o.num_classes < 1 || o.num_layers < 1)
-      throw InvalidArgument("GraphSAGE: in_feats " + std::to_string(o.in_feats) + ", hidden " +
-                            std::to_string(o.hidden) + ", num_classes " +
-                            std::to_string(o.num_classes) + ", num_layers " +
-                            std::to_string(o.num_layers) + "; expected all >= 1");
-    for (const double p : {o.dropout, o.input_dropout})
-      if (!(p >= 0.0 && p < 1.0))
-        throw InvalidArgument("GraphSAGE: dropout " + std::to_string(p) + "; expected [0, 1)");
+    detail::check_model_options("GraphSAGE", o.in_feats, o.hidden, o.num_classes, o.num_layers,
+                                {o.dropout, o.input_dropout});
     layers_ = register_module("layers", torch::nn::ModuleList());
     for (std::int64_t l = 0; l < o.num_layers; ++l) {
       const auto in = l == 0 ? o.in_feats : o.hidden;
@@ -60,17 +55,7 @@ class GraphSAGEImpl : public torch::nn::Module {
   /// not num_layers, consecutive blocks do not chain (block l's destinations are block
   /// l+1's sources) or x has another shape.
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
-    if (static_cast<std::int64_t>(blocks.size()) != options_.num_layers)
-      throw ShapeError("GraphSAGE blocks", std::to_string(blocks.size()) + " blocks; expected " +
-                                               std::to_string(options_.num_layers) +
-                                               " (one per layer)");
-    for (std::size_t l = 0; l + 1 < blocks.size(); ++l)
-      if (blocks[l].num_dst != blocks[l + 1].num_src)
-        throw ShapeError("GraphSAGE blocks", "block " + std::to_string(l) + " has " +
-                                                 std::to_string(blocks[l].num_dst) +
-                                                 " destinations, block " + std::to_string(l + 1) +
-                                                 " " + std::to_string(blocks[l + 1].num_src) +
-                                                 " sources; expected equal");
+    check_block_chain("GraphSAGE", blocks, options_.num_layers);
     torch::Tensor h = dropout(x, options_.input_dropout);
     for (std::size_t l = 0; l < convs_.size(); ++l) {
       h = convs_[l]->forward(blocks[l], h);

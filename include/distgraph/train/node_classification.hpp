@@ -1,6 +1,7 @@
 // train_node_classification: the whole run behind `distgraph train` — the split of the
-// masks over trainers, data loaders, GraphSAGE, per-epoch validation, the run log and
-// checkpoints — for any DistGraph, standalone or distributed, with or without a group.
+// masks over trainers, data loaders, the model (GraphSAGE, GCN or GAT), per-epoch
+// validation, the run log and checkpoints — for any DistGraph, standalone or distributed, with or
+// without a group.
 #pragma once
 
 #include <torch/types.h>
@@ -33,6 +34,7 @@
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/train/checkpoint.hpp"
+#include "distgraph/train/node_model.hpp"
 #include "distgraph/train/run_log.hpp"
 #include "distgraph/train/trainer.hpp"
 
@@ -41,8 +43,10 @@ namespace distgraph {
 /// The recipe of a node-classification run. The defaults are `distgraph train`'s, the
 /// settings behind the accuracies in docs/GUIDE.md (GraphSAGE-mean, hidden 64, fanouts
 /// {10, 25}, Adam lr 0.01 with weight decay 5e-4, dropout 0.5 on inputs and hidden
-/// layers, 50 epochs); users should not need to tune them.
+/// layers, 50 epochs); users should not need to tune them. The other models' defaults
+/// are node_classification_recipe(ModelKind).
 struct NodeClassificationOptions {
+  ModelKind model = ModelKind::sage;
   std::int64_t epochs = 50;
   std::int64_t hidden = 64;
   std::vector<std::int64_t> fanouts{10, 25};  ///< one per layer, input layer first
@@ -53,11 +57,13 @@ struct NodeClassificationOptions {
   std::int64_t batch_size = 1000;  ///< training seeds per trainer and batch
   double lr = 0.01;
   double weight_decay = 5e-4;
-  double dropout = 0.5;        ///< after each hidden layer
-  double input_dropout = 0.5;  ///< on the input features
-  Aggregator aggregator = Aggregator::mean;
-  Metric metric = Metric::automatic;  ///< ROC-AUC for two classes, else accuracy
-  std::uint64_t seed = 0;             ///< model init, shuffles, sampling and dropout
+  double dropout = 0.5;                      ///< after each hidden layer
+  double input_dropout = 0.5;                ///< on the input features
+  Aggregator aggregator = Aggregator::mean;  ///< GraphSAGE's
+  std::int64_t heads = 8;                    ///< GAT: heads per hidden layer, dividing hidden
+  double attn_dropout = 0.6;                 ///< GAT: on the attention coefficients
+  Metric metric = Metric::automatic;         ///< ROC-AUC for two classes, else accuracy
+  std::uint64_t seed = 0;                    ///< model init, shuffles, sampling and dropout
   torch::Device device = torch::kCPU;
   unsigned num_prefetch_threads = 1;  ///< per loader; 0 = sample inside next()
   /// Even out the trainers' training work (balance_shares, costing a seed by its in-degree
@@ -91,6 +97,31 @@ struct NodeClassificationOptions {
   /// Bounds every collective (a dead trainer stops the others within it).
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
 };
+
+/// The default recipe of model `m`: GraphSAGE's is NodeClassificationOptions{}. GCN's is
+/// Kipf & Welling's (../shared/data/REFERENCE.md): hidden 16, dropout 0.5 on the input
+/// and hidden layer, Adam lr 0.01, weight decay 5e-4, 200 epochs, over full
+/// neighbourhoods (fanouts -1: with batches larger than the training set, full-batch
+/// training, as the reference). GAT's is Velickovic et al.'s Cora recipe: 8 heads of 8
+/// (hidden 64), dropout 0.6 on every layer's input and on the attention, Adam lr 0.005,
+/// weight decay 5e-4, 200 epochs (no early stopping), full neighbourhoods.
+inline NodeClassificationOptions node_classification_recipe(ModelKind m) {
+  NodeClassificationOptions o;
+  o.model = m;
+  if (m == ModelKind::gcn) {
+    o.hidden = 16;
+    o.epochs = 200;
+    o.fanouts = {-1, -1};
+  } else if (m == ModelKind::gat) {
+    o.hidden = 64;
+    o.heads = 8;
+    o.epochs = 200;
+    o.fanouts = {-1, -1};
+    o.lr = 0.005;
+    o.dropout = o.input_dropout = o.attn_dropout = 0.6;
+  }
+  return o;
+}
 
 /// The samplers NodeClassificationOptions::sampler may name: those that take a fanout per
 /// layer and no parameters.
@@ -286,14 +317,19 @@ inline CheckpointReader read_checkpoint_for(const std::filesystem::path& path,
   if (group != nullptr) bytes = broadcast_bytes(*group, std::move(bytes), 0, timeout);
   CheckpointReader ckpt(bytes, path.string());
   const auto& meta = ckpt.meta();
-  for (const auto& [key, want] : identity.items()) {
+  const auto check = [&](const std::string& key, const nlohmann::json& want) {
     const auto have =
         meta.contains("run") ? meta["run"].value(key, nlohmann::json()) : nlohmann::json();
     if (have != want)
       throw CheckpointError(path.string(), "written for " + key + " = " + have.dump() +
                                                "; this run has " + want.dump() +
                                                " (another model, dataset or recipe)");
-  }
+  };
+  // The task and the model first: another model's checkpoint differs in its sizes too,
+  // and "model" is what the user should read.
+  for (const char* key : {"task", "model"})
+    if (identity.contains(key)) check(key, identity[key]);
+  for (const auto& [key, want] : identity.items()) check(key, want);
   return ckpt;
 }
 
@@ -394,6 +430,13 @@ void check_options(const Options& o) {
   if (!(o.weight_decay >= 0)) throw InvalidArgument("train: weight decay must be >= 0");
   if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
     throw InvalidArgument("train: dropout must be in [0, 1)");
+  if constexpr (requires { o.heads; }) {
+    if (o.model == ModelKind::gat && (o.heads < 1 || o.hidden % o.heads != 0))
+      throw InvalidArgument("train: GAT heads " + std::to_string(o.heads) +
+                            " do not divide hidden " + std::to_string(o.hidden));
+    if (!(o.attn_dropout >= 0 && o.attn_dropout < 1))
+      throw InvalidArgument("train: attention dropout must be in [0, 1)");
+  }
   if constexpr (requires { o.sampler; }) {
     if (!is_node_classification_sampler(o.sampler))
       throw InvalidArgument("train: sampler '" + o.sampler + "'; expected uniform or labor");
@@ -466,6 +509,46 @@ RemoteTraffic remote_traffic_of(const Graph& g) {
     return {};
 }
 
+/// The model `o` names, for `in_feats` inputs and `num_classes` outputs (one layer per
+/// fanout).
+inline NodeModel make_node_model(const NodeClassificationOptions& o, std::int64_t in_feats,
+                                 std::int64_t num_classes) {
+  const auto layers = static_cast<std::int64_t>(o.fanouts.size());
+  switch (o.model) {
+    case ModelKind::gcn:
+      return NodeModel(GCN(GCNOptions{.in_feats = in_feats,
+                                      .hidden = o.hidden,
+                                      .num_classes = num_classes,
+                                      .num_layers = layers,
+                                      .dropout = o.dropout,
+                                      .input_dropout = o.input_dropout}));
+    case ModelKind::gat:
+      return NodeModel(GAT(GATOptions{.in_feats = in_feats,
+                                      .hidden = o.hidden,
+                                      .num_classes = num_classes,
+                                      .num_layers = layers,
+                                      .heads = o.heads,
+                                      .dropout = o.dropout,
+                                      .input_dropout = o.input_dropout,
+                                      .attn_dropout = o.attn_dropout}));
+    case ModelKind::sage:
+      break;
+  }
+  return NodeModel(GraphSAGE(GraphSAGEOptions{.in_feats = in_feats,
+                                              .hidden = o.hidden,
+                                              .num_classes = num_classes,
+                                              .num_layers = layers,
+                                              .dropout = o.dropout,
+                                              .input_dropout = o.input_dropout,
+                                              .aggregator = o.aggregator}));
+}
+
+/// The model's name in a checkpoint's run identity ("graphsage" as before models could
+/// be chosen, so those checkpoints still resume).
+inline const char* model_identity(ModelKind m) {
+  return m == ModelKind::sage ? "graphsage" : to_string(m);
+}
+
 /// This trainer's training seeds: node_split's share, or with o.balance_split (and a
 /// graph that reports in-degrees, several trainers) every share rebalanced by cost.
 template <class Graph>
@@ -500,8 +583,8 @@ std::vector<std::int64_t> train_share(const Graph& g, const std::vector<std::int
 
 }  // namespace detail
 
-/// Trains GraphSAGE on the node classification task of `g` (node data `feat`, `label`
-/// and the boolean masks named in `o`) and evaluates it: each trainer of `groups` (a
+/// Trains o.model (GraphSAGE, GCN or GAT) on the node classification task of `g` (node data `feat`,
+/// `label` and the boolean masks named in `o`) and evaluates it: each trainer of `groups` (a
 /// TrainerGroups, or one group for everything; none: one trainer) takes its node_split
 /// share of the training nodes; every epoch trains,
 /// then evaluates on the validation set; the test set is evaluated at the end. Rank 0
@@ -527,6 +610,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
   NodeClassificationResult res;
   res.extra["sampler"] = o.sampler;
+  res.extra["model"] = to_string(o.model);
   res.num_classes = detail::count_classes(g, o.label, sets);
   std::int64_t emb_dim = o.embedding_dim;
   if (emb_dim < 1) {
@@ -570,17 +654,10 @@ NodeClassificationResult train_node_classification(const Graph& g,
   auto test_loader = eval_loader(test_all);
 
   torch::manual_seed(o.seed);
-  const GraphSAGEOptions mo{.in_feats = res.feat_dim,
-                            .hidden = o.hidden,
-                            .num_classes = res.num_classes,
-                            .num_layers = static_cast<std::int64_t>(o.fanouts.size()),
-                            .dropout = o.dropout,
-                            .input_dropout = o.input_dropout,
-                            .aggregator = o.aggregator};
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
   to.all_reduce.timeout = o.collective_timeout;
   to.gradient_group = groups.gradients;
-  Trainer<> trainer(GraphSAGE(mo), to, group);
+  Trainer<NodeModel> trainer(detail::make_node_model(o, res.feat_dim, res.num_classes), to, group);
   using Client = typename Graph::client_type;
   std::optional<DistEmbedding<Client>> emb;
   if (emb_dim > 0) {
@@ -591,11 +668,15 @@ NodeClassificationResult train_node_classification(const Graph& g,
   detail::EmbeddingCheckpoints<DistEmbedding<Client>> emb_ckpt(emb);
 
   // What a checkpoint must agree on to be resumed by this run.
-  const auto identity = detail::run_identity(
-      "node_classification", g, o.aggregator, o.fanouts.size(), o.hidden, res.feat_dim, o.seed,
-      {{"num_classes", res.num_classes},
-       {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
-       {"embedding_dim", emb_dim}});
+  // GraphSAGE's keys are those of checkpoints written before models could be chosen.
+  nlohmann::json model_keys = {{"num_classes", res.num_classes},
+                               {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
+                               {"embedding_dim", emb_dim},
+                               {"model", detail::model_identity(o.model)}};
+  if (o.model == ModelKind::gat) model_keys["heads"] = o.heads;
+  const auto identity =
+      detail::run_identity("node_classification", g, o.aggregator, o.fanouts.size(), o.hidden,
+                           res.feat_dim, o.seed, model_keys);
   if (o.resume) {
     CheckpointReader ckpt = detail::resume_run(trainer, identity, o.out, rank, res);
     // Rank 0 has the servers load their rows back while the others wait.

@@ -88,10 +88,7 @@ class SAGEConvImpl : public torch::nn::Module {
   /// [num_src, in_feats] (destination i is source row i). Throws ShapeError for a feature
   /// matrix of another shape.
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src) {
-    if (h_src.dim() != 2 || h_src.size(0) != block.num_src || h_src.size(1) != options_.in_feats)
-      throw ShapeError("SAGEConv input", "shape " + shape_of(h_src) + "; expected [" +
-                                             std::to_string(block.num_src) + ", " +
-                                             std::to_string(options_.in_feats) + "]");
+    detail::check_layer_input("SAGEConv input", h_src, block.num_src, options_.in_feats);
     const auto h_dst = h_src.slice(0, 0, block.num_dst);
     const bool lin_before_mp = options_.in_feats > options_.out_feats;
     // The output is made once, bias first, and each product is accumulated into it by
@@ -107,9 +104,9 @@ class SAGEConvImpl : public torch::nn::Module {
           rst = self.add_(sum_in(block, msg) / degrees(block, msg, 0.0));
           if (bias_.defined()) rst.add_(bias_);
         } else {
-          rst = torch::linear(h_dst, fc_self_->weight, bias_)
-                    .addmm_(sum_in(block, h_src) / degrees(block, h_src, 0.0),
-                            fc_neigh_->weight.t());
+          rst =
+              torch::linear(h_dst, fc_self_->weight, bias_)
+                  .addmm_(sum_in(block, h_src) / degrees(block, h_src, 0.0), fc_neigh_->weight.t());
         }
         break;
       }
@@ -147,12 +144,6 @@ class SAGEConvImpl : public torch::nn::Module {
   torch::Tensor& bias() noexcept { return bias_; }
 
  private:
-  static std::string shape_of(const torch::Tensor& t) {
-    std::string s = "[";
-    for (std::int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-    return s + "]";
-  }
-
   /// Sum of `msg` rows over each destination's in-edges, [num_dst, msg.size(1)].
   static torch::Tensor sum_in(const BlockTensors& block, const torch::Tensor& msg) {
     return csr_sum(block, msg);

@@ -4,6 +4,7 @@
 #include <torch/optim/adam.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -146,7 +147,8 @@ class MetricAccumulator {
 
 /// Trains `Model` (a torch module holder whose `forward(const std::vector<BlockTensors>&,
 /// torch::Tensor features)` returns logits of the last block's destinations; GraphSAGE by
-/// default) with cross-entropy and Adam, data-parallel when given a c10d process group:
+/// default; parameters its `undecayed_parameters()` lists, if it has one, get no weight
+/// decay) with cross-entropy and Adam, data-parallel when given a c10d process group:
 /// parameters are broadcast from rank 0 at construction and gradients averaged after each
 /// backward (GradientAllReducer). The device is a runtime value (`options.device`), so the
 /// same instantiation trains on the CPU or on `cuda:N`. Not thread-safe; every trainer of
@@ -160,9 +162,29 @@ class Trainer {
                    c10::intrusive_ptr<CollectiveGroup> group = {})
       : model_(std::move(model)), options_(std::move(options)), group_(std::move(group)) {
     model_->to(options_.device);
-    optimizer_ = std::make_unique<torch::optim::Adam>(
-        model_->parameters(),
-        torch::optim::AdamOptions(options_.lr).weight_decay(options_.weight_decay));
+    const auto adam = torch::optim::AdamOptions(options_.lr).weight_decay(options_.weight_decay);
+    std::vector<torch::Tensor> undecayed;
+    if constexpr (requires { model_->undecayed_parameters(); })
+      undecayed = model_->undecayed_parameters();
+    if (undecayed.empty()) {
+      optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(), adam);
+    } else {
+      // A model that keeps some parameters out of the L2 penalty (GCN: Kipf & Welling
+      // decay the first layer only) gets a second group without weight decay; models
+      // without such parameters keep one group, so their checkpoints read as before.
+      std::vector<torch::Tensor> decayed;
+      for (const auto& p : model_->parameters())
+        if (std::none_of(undecayed.begin(), undecayed.end(),
+                         [&](const torch::Tensor& u) { return u.is_same(p); }))
+          decayed.push_back(p);
+      auto plain = std::make_unique<torch::optim::AdamOptions>(adam);
+      plain->weight_decay(0.0);
+      optimizer_ = std::make_unique<torch::optim::Adam>(
+          std::vector<torch::optim::OptimizerParamGroup>{
+              torch::optim::OptimizerParamGroup(decayed),
+              torch::optim::OptimizerParamGroup(undecayed, std::move(plain))},
+          adam);
+    }
     if (options_.gradient_group && !group_)
       throw InvalidArgument("Trainer: a gradient group without a trainer group");
     if (group_) {

@@ -1,0 +1,96 @@
+// NodeModel: GraphSAGE, GCN or GAT behind one module, chosen at run time (distgraph train
+// --model sage|gcn|gat).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/types.h>
+
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/train/block_tensors.hpp"
+#include "distgraph/train/gat.hpp"
+#include "distgraph/train/gcn.hpp"
+#include "distgraph/train/graph_sage.hpp"
+
+namespace distgraph {
+
+/// The homogeneous node models a training recipe can run.
+enum class ModelKind { sage, gcn, gat };
+
+/// Name of `m` as `--model` spells it ("sage", "gcn", "gat").
+inline const char* to_string(ModelKind m) noexcept {
+  switch (m) {
+    case ModelKind::sage:
+      return "sage";
+    case ModelKind::gcn:
+      return "gcn";
+    case ModelKind::gat:
+      return "gat";
+  }
+  return "?";
+}
+
+/// The kind `name` spells. Throws InvalidArgument naming it and the allowed names.
+inline ModelKind parse_model_kind(std::string_view name) {
+  for (const auto m : {ModelKind::sage, ModelKind::gcn, ModelKind::gat})
+    if (name == to_string(m)) return m;
+  throw InvalidArgument("model '" + std::string(name) + "'; expected sage, gcn or gat");
+}
+
+/// One of GraphSAGE, GCN and GAT as a torch module with the models' forward, for a
+/// Trainer whose model is picked at run time. Its parameters are the wrapped model's, in
+/// the same order, and save/load write and read exactly what the wrapped model's would:
+/// a checkpoint of a run with the wrapper reads back into the bare model and vice versa.
+/// Use through the `NodeModel` holder.
+class NodeModelImpl : public torch::nn::Module {
+ public:
+  using variant_type = std::variant<GraphSAGE, GCN, GAT>;
+
+  explicit NodeModelImpl(variant_type model) : model_(std::move(model)) {
+    std::visit([this](auto& m) { register_module("model", m); }, model_);
+  }
+
+  ModelKind kind() const noexcept { return static_cast<ModelKind>(model_.index()); }
+
+  /// The wrapped model's forward (logits of the last block's destinations); throws as it.
+  torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
+    return std::visit([&](auto& m) { return m->forward(blocks, std::move(x)); }, model_);
+  }
+
+  /// Parameters the wrapped model keeps out of weight decay (GCN's; none for the others).
+  std::vector<torch::Tensor> undecayed_parameters() const {
+    if (const auto* gcn = std::get_if<GCN>(&model_)) return (*gcn)->undecayed_parameters();
+    return {};
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override { inner().save(archive); }
+  void load(torch::serialize::InputArchive& archive) override { inner().load(archive); }
+
+  /// The wrapped model's holder, e.g. std::get<GCN>(model->get()).
+  variant_type& get() noexcept { return model_; }
+
+ private:
+  const torch::nn::Module& inner() const {
+    return std::visit([](const auto& m) -> const torch::nn::Module& { return *m; }, model_);
+  }
+  torch::nn::Module& inner() {
+    return std::visit([](auto& m) -> torch::nn::Module& { return *m; }, model_);
+  }
+
+  variant_type model_;
+};
+
+/// Holder of a NodeModelImpl (`NodeModel model(GCN(GCNOptions{...}))`).
+TORCH_MODULE(NodeModel);
+
+static_assert(static_cast<int>(ModelKind::sage) == 0 && static_cast<int>(ModelKind::gcn) == 1 &&
+              static_cast<int>(ModelKind::gat) == 2);  // kind() is the variant's index
+
+}  // namespace distgraph
