@@ -1,8 +1,8 @@
-// bench_train: one epoch of GraphSAGE training, standalone and on a loopback cluster, each
-// beside the same epoch's forward and backward alone on blocks built in memory.
+// bench_train: one epoch of GraphSAGE (or GCN, GAT) training, standalone and on a loopback
+// cluster, each beside the same epoch's forward and backward alone on blocks built in memory.
 //
-//   bench_train [--scale S] [--epochs E] [--runs R] [--figure NAME] [--cli PATH] [--keep DIR]
-//   [--json]
+//   bench_train [--model sage|gcn|gat] [--scale S] [--epochs E] [--runs R] [--figure NAME]
+//   [--cli PATH] [--keep DIR] [--json]
 //
 // The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
 // symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
@@ -14,7 +14,11 @@
 // blas line of the header names the BLAS libtorch's matrix products run on. The recipe is
 // `distgraph train`'s (train_node_classification: GraphSAGE-mean, Adam lr 0.01, weight
 // decay 5e-4, dropout 0.5) with 2 layers, hidden 256, fanouts [10, 25], batch 1000, one
-// prefetch thread per loader. Each run trains 1 + E epochs; the first warms up and the
+// prefetch thread per loader. With --model gcn or gat the model and its optimiser settings
+// are that model's default recipe (node_classification_recipe: GCN without bias, dropout
+// 0.5; GAT with 8 heads of 32, dropout 0.6 on inputs and attention, Adam lr 0.005), with the
+// same hidden 256, fanouts, batch and data, and the figures are named gcn_... and gat_...
+// (`distgraph train ... --model M`). Each run trains 1 + E epochs; the first warms up and the
 // figure is the mean epoch_s of the other E. Figures (times in seconds, ratio = bound/value):
 //   sage_epoch_standalone  one process: train_node_classification over a StandaloneCluster
 //                          of the 2 partitions (in-process servers, no sockets), torch's
@@ -64,6 +68,7 @@
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/graph_sage.hpp"
 #include "distgraph/train/node_classification.hpp"
+#include "distgraph/train/node_model.hpp"
 #include "distgraph/train/threads.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
@@ -89,7 +94,8 @@ struct Args {
   int runs = 3;             ///< bound: best of
   std::string figure;       ///< empty = all
   std::string cli = DISTGRAPH_CLI;
-  std::string keep;  ///< non-empty: write the dataset and partitions here and keep them
+  std::string keep;            ///< non-empty: write the dataset and partitions here and keep them
+  std::string model = "sage";  ///< sage, gcn or gat
 };
 
 Args parse(int argc, char** argv) {
@@ -101,6 +107,7 @@ Args parse(int argc, char** argv) {
       .add("--figure", a.figure, "NAME")
       .add("--cli", a.cli, "PATH")
       .add("--keep", a.keep, "DIR")
+      .add("--model", a.model, "sage|gcn|gat")
       .parse(argc, argv);
   return a;
 }
@@ -110,6 +117,16 @@ constexpr std::int64_t hidden = 256;
 constexpr std::int64_t batch_size = 1000;
 const std::vector<std::int64_t> fanouts{10, 25};
 constexpr std::int64_t bound_epoch = 1;  ///< the first timed epoch
+
+/// The recipe both figures train with: --model's default recipe with the sizes above.
+distgraph::NodeClassificationOptions bench_recipe(const Args& a) {
+  auto o = distgraph::node_classification_recipe(distgraph::parse_model_kind(a.model));
+  o.hidden = hidden;
+  o.fanouts = fanouts;
+  o.batch_size = batch_size;
+  o.epochs = 1 + a.epochs;
+  return o;
+}
 
 /// The benchmark's working folder: a temporary one, removed with everything in it on
 /// destruction, or `keep` (for profiling `distgraph train` on the same files afterwards).
@@ -242,20 +259,14 @@ std::string mapped_blas() {
 /// Best of `runs` (after one untimed run) of the recipe's model trained over `batches`
 /// on `threads` torch intra-op threads and `blas` OpenBLAS threads (where libtorch's
 /// BLAS is OpenBLAS): forward, cross-entropy, backward and Adam step, nothing else. Seconds.
-double forward_backward(const std::vector<Prebuilt>& batches, std::int64_t in_feats,
+double forward_backward(const distgraph::NodeClassificationOptions& o,
+                        const std::vector<Prebuilt>& batches, std::int64_t in_feats,
                         std::int64_t classes, int threads, int blas, int runs) {
-  const distgraph::NodeClassificationOptions o;
   const int threads_before = torch::get_num_threads(), blas_before = distgraph::blas_threads();
   torch::set_num_threads(threads);
   if (blas > 0) distgraph::set_blas_threads(blas);
   torch::manual_seed(0);
-  distgraph::GraphSAGE model(distgraph::GraphSAGEOptions{.in_feats = in_feats,
-                                                         .hidden = hidden,
-                                                         .num_classes = classes,
-                                                         .num_layers = 2,
-                                                         .dropout = o.dropout,
-                                                         .input_dropout = o.input_dropout,
-                                                         .aggregator = o.aggregator});
+  distgraph::NodeModel model = distgraph::detail::make_node_model(o, in_feats, classes);
   model->train();
   torch::optim::Adam adam(model->parameters(),
                           torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
@@ -291,6 +302,18 @@ distgraph::EpochRow mean_row(const std::vector<distgraph::EpochRow>& rows) {
   }
   for (double* x : {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s}) *x /= k;
   return m;
+}
+
+/// The header's description of the model `o` trains.
+std::string model_line(const distgraph::NodeClassificationOptions& o) {
+  std::string name = o.model == distgraph::ModelKind::gcn ? "GCN (no bias)"
+                     : o.model == distgraph::ModelKind::gat
+                         ? "GAT, " + std::to_string(o.heads) + " heads"
+                         : "GraphSAGE-mean";
+  char tail[160];
+  std::snprintf(tail, sizeof tail, ", 2 layers, hidden %lld, dropout %g, Adam lr %g wd %g",
+                static_cast<long long>(o.hidden), o.dropout, o.lr, o.weight_decay);
+  return name + tail;
 }
 
 /// What every figure shares.
@@ -333,7 +356,7 @@ void add_epoch_figure(Bench& bench, const std::string& name,
   bench.shares.emplace_back(name, m);
 }
 
-void sage_epoch_standalone(Bench& bench) {
+void epoch_standalone(Bench& bench) {
   // The process's default threads: torch's (1 on this VM, omp_get_max_threads()) and
   // OpenBLAS's (one per core). `distgraph train --standalone` gives both every core, which
   // measured slower here (two spinning pools on 2 cores).
@@ -343,16 +366,12 @@ void sage_epoch_standalone(Bench& bench) {
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   distgraph::Stopwatch clock;
   const auto batches = prebuilt_batches(g, train_all, 0, 1);
-  const double bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads,
-                                        distgraph::blas_threads(), bench.args.runs);
+  const auto o = bench_recipe(bench.args);
+  const double bound = forward_backward(o, batches, bench.args.feat_dim, bench.args.classes,
+                                        threads, distgraph::blas_threads(), bench.args.runs);
   bench.rep.note("standalone bound: " + std::to_string(batches.size()) + " batches, " +
                  std::to_string(bound) + " s (made and timed in " +
                  std::to_string(clock.seconds()) + " s)");
-  distgraph::NodeClassificationOptions o;
-  o.epochs = 1 + bench.args.epochs;
-  o.hidden = hidden;
-  o.fanouts = fanouts;
-  o.batch_size = batch_size;
   std::vector<distgraph::EpochRow> rows;
   clock.reset();
   distgraph::train_node_classification(
@@ -363,11 +382,11 @@ void sage_epoch_standalone(Bench& bench) {
   params["mode"] = "standalone (StandaloneCluster, 2 METIS parts, in-process)";
   params["threads"] = threads;
   params["batch"] = batch_sizes(batches);
-  add_epoch_figure(bench, "sage_epoch_standalone", rows, bound,
+  add_epoch_figure(bench, bench.args.model + "_epoch_standalone", rows, bound,
                    "fwd+bwd_all_batches_t" + std::to_string(threads), params);
 }
 
-void sage_epoch_dist(Bench& bench) {
+void epoch_dist(Bench& bench) {
   // Trainer 0's batches, on the threads `distgraph train` gives a trainer.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / 2);
@@ -381,8 +400,8 @@ void sage_epoch_dist(Bench& bench) {
     const auto batches = prebuilt_batches(g, train_all, 0, 2);
     num_batches = batches.size();
     sizes = batch_sizes(batches);
-    bound = forward_backward(batches, bench.args.feat_dim, bench.args.classes, threads, threads,
-                             bench.args.runs);
+    bound = forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
+                             bench.args.classes, threads, threads, bench.args.runs);
   }
   bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
                  std::to_string(bound) + " s on " + std::to_string(threads) + " thread(s)");
@@ -402,6 +421,8 @@ void sage_epoch_dist(Bench& bench) {
                                          "10,25",
                                          "--batch-size",
                                          std::to_string(batch_size),
+                                         "--model",
+                                         bench.args.model,
                                          "--json",
                                          "--out",
                                          run.string()};
@@ -437,7 +458,7 @@ void sage_epoch_dist(Bench& bench) {
   params["trainer_threads"] = threads;
   params["batch"] = sizes;
   params["result"] = result;
-  add_epoch_figure(bench, "sage_epoch_dist", rows, bound,
+  add_epoch_figure(bench, bench.args.model + "_epoch_dist", rows, bound,
                    "fwd+bwd_trainer0_batches_t" + std::to_string(threads), params);
 }
 
@@ -464,16 +485,23 @@ int main(int argc, char** argv) {
   Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
   distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
   const Args& args = bench.args;
+  if (args.model != "sage" && args.model != "gcn" && args.model != "gat") {
+    std::fprintf(stderr, "bench_train: --model %s; expected sage, gcn or gat\n",
+                 args.model.c_str());
+    return 2;
+  }
+  const std::string standalone_name = args.model + "_epoch_standalone",
+                    dist_name = args.model + "_epoch_dist";
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
-      {"sage_epoch_standalone", sage_epoch_standalone},
-      {"sage_epoch_dist", sage_epoch_dist},
+      {standalone_name, epoch_standalone},
+      {dist_name, epoch_dist},
   };
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
                                            [&](const auto& f) { return f.first == args.figure; })) {
     std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
     return 2;
   }
-  if ((args.figure.empty() || args.figure == "sage_epoch_dist") && !fs::exists(args.cli)) {
+  if ((args.figure.empty() || args.figure == dist_name) && !fs::exists(args.cli)) {
     std::fprintf(stderr, "bench_train: no distgraph program at %s (give --cli PATH)\n",
                  args.cli.c_str());
     return 2;
@@ -505,8 +533,7 @@ int main(int argc, char** argv) {
        {"features", std::to_string(args.feat_dim) + "-dim standard normal float32"},
        {"classes", std::to_string(args.classes) + " uniform"},
        {"split", std::to_string(bench.num_train) + " train (10%), no val or test set"},
-       {"model", "GraphSAGE-mean, 2 layers, hidden " + std::to_string(hidden) +
-                     ", dropout 0.5, Adam lr 0.01 wd 5e-4"},
+       {"model", model_line(bench_recipe(args))},
        {"loader",
         "fanouts " + fan + ", batch " + std::to_string(batch_size) + ", 1 prefetch thread"},
        {"partitions", "2, METIS (seed 0), made in " + std::to_string(partition_s) + " s"},
@@ -518,7 +545,8 @@ int main(int argc, char** argv) {
        {"dataset_seconds", std::to_string(build_s)},
        {"cli", args.cli},
        {"blas", blas}});
-  bench.params = {{"scale", args.scale},
+  bench.params = {{"model", args.model},
+                  {"scale", args.scale},
                   {"edge_factor", args.edge_factor},
                   {"n", data.num_nodes},
                   {"m", data.num_edges()},

@@ -1,0 +1,43 @@
+// read_rows_into: rows of a storage tensor straight into scattered row slots of a buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/storage/concepts.hpp"
+
+namespace distgraph {
+
+/// Copies row rows[i] of tensor `name` in `s` into row slot at[i] of `out` (rows of
+/// `row_bytes`): in one copy when S has read_rows_at (ScatterReadStorage), else through a
+/// temporary buffer and a scatter. Throws what the storage throws (nothing copied).
+template <Storage S>
+void read_rows_into(const S& s, std::string_view name, std::span<const std::int64_t> rows,
+                    std::span<const std::size_t> at, std::span<std::byte> out,
+                    std::size_t row_bytes) {
+  if constexpr (ScatterReadStorage<S>) {
+    s.read_rows_at(name, rows, at, out);
+  } else {
+    const std::size_t slots = row_bytes == 0 ? 0 : out.size() / row_bytes;
+    if (at.size() != rows.size())
+      throw ShapeError("tensor '" + std::string(name) + "'",
+                       "scattered read of " + std::to_string(rows.size()) + " rows to " +
+                           std::to_string(at.size()) + " slots");
+    for (const std::size_t a : at)
+      if (a >= slots)
+        throw IdOutOfRange("tensor '" + std::string(name) + "' output slot",
+                           static_cast<std::int64_t>(a), 0, static_cast<std::int64_t>(slots));
+    std::vector<std::byte> tmp(rows.size() * row_bytes);
+    s.read_rows(name, rows, tmp);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::memcpy(out.data() + at[i] * row_bytes, tmp.data() + i * row_bytes, row_bytes);
+  }
+}
+
+}  // namespace distgraph
