@@ -6,9 +6,11 @@ using namespace distgraph;
 
 TEST_CASE("every dtype round-trips through its NumPy type string and its name", "[core]") {
   for (DType t : all_dtypes) {
+    INFO(dtype_name(t));
     auto parsed = dtype_from_npy_descr(dtype_npy_descr(t));
     REQUIRE(parsed.has_value());
-    CHECK(*parsed == t);
+    // NumPy has no bfloat16: its words are uint16 to NumPy, and "<u2" reads as uint16.
+    CHECK(*parsed == (t == DType::bfloat16 ? DType::uint16 : t));
     CHECK(dtype_from_name(dtype_name(t)) == t);
     CHECK(dtype_size(t) == static_cast<std::size_t>(dtype_npy_descr(t)[2] - '0'));
   }

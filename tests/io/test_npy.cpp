@@ -309,6 +309,47 @@ TEST_CASE("to_float32 converts float64 and float16, including subnormals and inf
   CHECK_THROWS_AS(read_npy_float32(tmp / "i.npy"), DTypeError);
 }
 
+TEST_CASE("bfloat16 is written as '<u2' with a '# bfloat16' note and read back as bfloat16",
+          "[io]") {
+  distgraph::test::TempDir tmp;
+  const std::vector<std::int64_t> shape = {2, 3};
+  const auto h = npy_header_bytes(DType::bfloat16, shape);
+  const std::string dict = "{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3), } # bfloat16";
+  CHECK(h.substr(10, dict.size()) == dict);
+  CHECK(h.back() == '\n');
+  CHECK(h.size() % 64 == 0);
+  // 1, -2, 0.5, +inf, NaN, the smallest subnormal.
+  const std::vector<std::uint16_t> words = {0x3f80, 0xc000, 0x3f00, 0x7f80, 0x7fc0, 0x0001};
+  write_npy(tmp / "bf.npy", DType::bfloat16, shape, words.data());
+  for (bool mmap : {true, false}) {
+    const auto a = read_npy(tmp / "bf.npy", {.mmap = mmap});
+    CHECK(a.header.dtype == DType::bfloat16);
+    CHECK(a.header.shape == shape);
+    const auto f = a.to_float32();
+    CHECK(f[0] == 1.0f);
+    CHECK(f[1] == -2.0f);
+    CHECK(f[2] == 0.5f);
+    CHECK(std::isinf(f[3]));
+    CHECK(std::isnan(f[4]));
+    CHECK(f[5] == std::ldexp(1.0f, -133));
+  }
+  // The same words without the note are uint16, as NumPy writes them.
+  write_npy(tmp / "u2.npy", DType::uint16, shape, words.data());
+  CHECK(read_npy(tmp / "u2.npy").header.dtype == DType::uint16);
+  // The note belongs to '<u2' only.
+  write_text(tmp / "bad.npy",
+             make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } # bfloat16",
+                      std::string(4, '\0')));
+  CHECK_THROWS_AS(read_npy(tmp / "bad.npy"), FormatError);
+  CHECK_THROWS_WITH(read_npy(tmp / "bad.npy"), Catch::Matchers::Contains("bad.npy") &&
+                                                   Catch::Matchers::Contains("expected '<u2'"));
+  // Any other comment is still an error.
+  write_text(tmp / "other.npy",
+             make_npy(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (1,), } # float16",
+                      std::string(2, '\0')));
+  CHECK_THROWS_AS(read_npy(tmp / "other.npy"), FormatError);
+}
+
 TEST_CASE("to_bool reads bool and 0/1 uint8 masks without copying", "[io]") {
   distgraph::test::TempDir tmp;
   const std::vector<std::uint8_t> bytes = {0, 1, 1, 0};
@@ -408,6 +449,27 @@ TEST_CASE("files written by write_npy load in NumPy with the same values", "[io]
     script += "assert (a == " + expected + ".reshape(" + shape_py + ")).all(), '" + file + "'\n";
   }
   write_text(tmp / "check.py", script);
+  const std::string cmd = py + " " + (tmp / "check.py").string() + " " + tmp.path().string();
+  CHECK(std::system(cmd.c_str()) == 0);
+}
+
+TEST_CASE("bfloat16 files load in NumPy as the uint16 words they hold", "[io][numpy]") {
+  const std::string py = python_with_numpy();
+  if (py.empty()) {
+    WARN("SKIPPED: python3-numpy not available");
+    return;
+  }
+  distgraph::test::TempDir tmp;
+  const std::vector<std::uint16_t> words = {0x3f80, 0xc000, 0x3f00, 0x7f80};
+  const std::vector<std::int64_t> shape = {2, 2};
+  write_npy(tmp / "bf.npy", DType::bfloat16, shape, words.data());
+  // Widened by hand the NumPy way (words << 16 viewed as float32): 1, -2, 0.5, inf.
+  write_text(tmp / "check.py",
+             "import numpy as np, sys\n"
+             "a = np.load(sys.argv[1] + '/bf.npy', allow_pickle=False)\n"
+             "assert a.dtype == np.uint16 and a.shape == (2, 2), (a.dtype, a.shape)\n"
+             "f = (a.astype(np.uint32) << 16).view(np.float32)\n"
+             "assert f.tolist() == [[1.0, -2.0], [0.5, float('inf')]], f\n");
   const std::string cmd = py + " " + (tmp / "check.py").string() + " " + tmp.path().string();
   CHECK(std::system(cmd.c_str()) == 0);
 }

@@ -157,6 +157,25 @@ TEST_CASE("tensor files are .npy arrays with 64-byte aligned data that NumPy can
   CHECK_THROWS_AS(s.file_path("a b"), InvalidArgument);
 }
 
+TEST_CASE("a bfloat16 tensor stays bfloat16 for every process that attaches to the folder",
+          "[storage]") {
+  test::TempDir tmp;
+  MmapStorage s(tmp / "m0");
+  const std::vector<std::uint16_t> words = {0x3f80, 0xc000, 0x3f00, 0x7f80};
+  REQUIRE(s.create({.name = "node:feat", .dtype = DType::bfloat16, .rows = 2, .cols = 2},
+                   bytes_of(words)));
+  CHECK(s.spec("node:feat").dtype == DType::bfloat16);
+  // Backups and co-located trainers attach: the file's header says what the words are.
+  const auto other = MmapStorage::attach(tmp / "m0");
+  REQUIRE(other.list().size() == 1);
+  CHECK(other.list().front().dtype == DType::bfloat16);
+  CHECK(read_all<std::uint16_t>(other, "node:feat") == words);
+  // Creating it again as uint16 (same bytes per row) is a dtype mismatch, not a reuse.
+  CHECK_THROWS_AS(s.create({.name = "node:feat", .dtype = DType::uint16, .rows = 2, .cols = 2}),
+                  DTypeError);
+  CHECK(read_npy(s.file_path("node:feat")).header.dtype == DType::bfloat16);
+}
+
 TEST_CASE("create_from_npy copies an array in; higher ranks flatten into columns", "[storage]") {
   test::TempDir tmp;
   const std::vector<double> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};

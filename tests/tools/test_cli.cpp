@@ -229,6 +229,20 @@ TEST_CASE("distgraph partition --method random --seed 7 writes identical files t
   }
 }
 
+TEST_CASE("distgraph partition --feat-dtype bf16 records bfloat16 features in the config",
+          "[tools]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const RunResult r = run_cli({"partition", "--input", "sbm", "--parts", "2", "--name", "g",
+                               "--feat-dtype", "bf16", "--out", tmp.path().string()});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j;
+  std::ifstream(tmp / "g.json") >> j;
+  CHECK(j["distgraph"]["node_feats"]["feat"]["dtype"] == "bfloat16");
+  CHECK(j["distgraph"]["node_feats"]["label"]["dtype"] == "int64");
+}
+
 TEST_CASE("distgraph partition works on a generated R-MAT graph", "[tools]") {
   REQUIRE_CLI();
   distgraph::test::TempDir tmp;
@@ -264,6 +278,11 @@ TEST_CASE("distgraph partition rejects bad arguments with exit 2 and one line na
   SECTION("--method foo") {
     check_one_line_error(run_cli({"partition", "--input", "sbm", "--method", "foo", "--out", out}),
                          "--method");
+  }
+  SECTION("--feat-dtype f8") {
+    check_one_line_error(
+        run_cli({"partition", "--input", "sbm", "--feat-dtype", "f8", "--out", out}),
+        "--feat-dtype");
   }
   // Nothing was written for any of them.
   CHECK(fs::is_empty(tmp.path()));

@@ -48,11 +48,11 @@ S = dict(ok=0, bad_request=1, unknown_message=2, not_found=3, out_of_range=4, dt
          shutting_down=10, timeout=11)
 STATUS_NAME = {v: k for k, v in S.items()}
 DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16",
-          "uint32", "uint64", "bool"]
+          "uint32", "uint64", "bool", "bfloat16"]
 DT = {name: code for code, name in enumerate(DTYPES)}
 NP = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int8": "i1", "int16": "<i2",
       "int32": "<i4", "int64": "<i8", "uint8": "u1", "uint16": "<u2", "uint32": "<u4",
-      "uint64": "<u8", "bool": "?"}
+      "uint64": "<u8", "bool": "?", "bfloat16": "<u2"}
 NODE, EDGE = 0, 1
 
 # --- Checks ----------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def test_tensors(port, secret, meta, ckpt_dir):
            "shape_mismatch", "create_tensor emb with 5 columns")
     expect(c.call(T["create_tensor"], create_head("x", DT["float32"], NODE, n_nodes + 1, 1)),
            "shape_mismatch", "create_tensor with rows other than the graph's node count")
-    for code in (12, 256):
+    for code in (13, 256):
         expect(c.call(T["create_tensor"], create_head("x", code, NODE, n_nodes, 1)),
                "dtype_mismatch", "create_tensor with dtype code %d" % code)
     expect(c.call(T["create_tensor"], create_head("x", DT["int32"], NODE, n_nodes, 1, 1, 0, 1)),

@@ -154,6 +154,8 @@ int run_partition(std::vector<std::string> argv) {
       .flag("balance-edges", "balance edges (in-degree sums) across partitions (METIS)")
       .flag("no-relabel", "keep input IDs; write node_map.npy and edge_map.npy")
       .option("halo-hops", "halo depth (default 1)")
+      .option("feat-dtype",
+              "bf16, f16 or f32 (default): the dtype node features are stored and served in")
       .option("seed", "seed for METIS, random assignment and generators (default 0)")
       .option("threads", "worker threads (default: all cores)")
       .flag("json", "print the summary as one JSON object");
@@ -162,7 +164,7 @@ int run_partition(std::vector<std::string> argv) {
     args.print_help(
         "distgraph partition --input DIR --name NAME --parts N --method metis|random --out DIR\n"
         "                    [--balance-ntypes train] [--balance-edges] [--no-relabel]\n"
-        "                    [--halo-hops K] [--seed S] [--json]");
+        "                    [--halo-hops K] [--feat-dtype bf16|f16|f32] [--seed S] [--json]");
     return 0;
   }
   const auto input = args.get("input");
@@ -175,6 +177,13 @@ int run_partition(std::vector<std::string> argv) {
     opts.method = PartMethod::random;
   else
     throw UsageError("partition: --method '" + method + "': expected metis or random");
+  const std::string feat_dtype = args.get_or("feat-dtype", "f32");
+  if (feat_dtype == "bf16")
+    opts.feat_dtype = DType::bfloat16;
+  else if (feat_dtype == "f16")
+    opts.feat_dtype = DType::float16;
+  else if (feat_dtype != "f32")
+    throw UsageError("partition: --feat-dtype '" + feat_dtype + "': expected bf16, f16 or f32");
   const std::int64_t parts = args.get_int("parts", 2, 1, 1 << 20);
   opts.relabel = !args.has("no-relabel");
   opts.halo_hops = static_cast<int>(args.get_int("halo-hops", 1, 1, 16));

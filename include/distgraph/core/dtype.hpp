@@ -12,7 +12,9 @@
 
 namespace distgraph {
 
-/// Element type of a tensor or `.npy` array. float16 is stored as raw 16-bit words.
+/// Element type of a tensor or `.npy` array. float16 (IEEE binary16) and bfloat16 (the
+/// high half of a float32) are stored as raw 16-bit words; core/half.hpp converts them.
+/// The numeric values cross the wire (docs/WIRE.md): new types go at the end.
 enum class DType : std::uint8_t {
   float32,
   float64,
@@ -26,11 +28,13 @@ enum class DType : std::uint8_t {
   uint32,
   uint64,
   bool_,
+  bfloat16,
 };
 
 inline constexpr DType all_dtypes[] = {
     DType::float32, DType::float64, DType::float16, DType::int8,   DType::int16,  DType::int32,
-    DType::int64,   DType::uint8,   DType::uint16,  DType::uint32, DType::uint64, DType::bool_};
+    DType::int64,   DType::uint8,   DType::uint16,  DType::uint32, DType::uint64, DType::bool_,
+    DType::bfloat16};
 
 /// Bytes per element.
 constexpr std::size_t dtype_size(DType t) noexcept {
@@ -44,6 +48,7 @@ constexpr std::size_t dtype_size(DType t) noexcept {
     case DType::uint32:
       return 4;
     case DType::float16:
+    case DType::bfloat16:
     case DType::int16:
     case DType::uint16:
       return 2;
@@ -82,11 +87,15 @@ constexpr std::string_view dtype_name(DType t) noexcept {
       return "uint64";
     case DType::bool_:
       return "bool";
+    case DType::bfloat16:
+      return "bfloat16";
   }
   return "?";
 }
 
-/// Little-endian NumPy type string ("<f4", "|b1").
+/// Little-endian NumPy type string ("<f4", "|b1"). NumPy has no bfloat16: its words are
+/// written as uint16 ("<u2"), and whatever reads the file learns the dtype elsewhere (a
+/// partition config, the header's `# bfloat16` note; docs/FORMATS.md).
 constexpr std::string_view dtype_npy_descr(DType t) noexcept {
   switch (t) {
     case DType::float32:
@@ -113,12 +122,15 @@ constexpr std::string_view dtype_npy_descr(DType t) noexcept {
       return "<u8";
     case DType::bool_:
       return "|b1";
+    case DType::bfloat16:
+      return "<u2";
   }
   return "?";
 }
 
 /// Parses a NumPy type string; accepts '<', '|' and, for one-byte types, '='.
 /// Returns nullopt for big-endian or unsupported types (the caller names the file).
+/// "<u2" is uint16, never bfloat16 (see dtype_npy_descr).
 inline std::optional<DType> dtype_from_npy_descr(std::string_view s) noexcept {
   if (s.size() < 3) return std::nullopt;
   const char order = s[0];
@@ -127,7 +139,7 @@ inline std::optional<DType> dtype_from_npy_descr(std::string_view s) noexcept {
   if (!(order == '<' || order == '|' || (order == '=' && one_byte) || (order == '>' && one_byte)))
     return std::nullopt;
   for (DType t : all_dtypes)
-    if (dtype_npy_descr(t).substr(1) == code) return t;
+    if (t != DType::bfloat16 && dtype_npy_descr(t).substr(1) == code) return t;
   return std::nullopt;
 }
 

@@ -88,4 +88,49 @@ class DistTensor {
   std::int64_t cols_ = 0;
 };
 
+/// Rows of an existing tensor in whatever dtype the servers hold it, as raw bytes: what
+/// reads a tensor of a dtype only known at run time (node features stored as float32,
+/// float16 or bfloat16, see `distgraph partition --feat-dtype`) and converts rows itself.
+/// Rows cross the wire in the stored dtype. Cheap to copy; calls block like DistTensor's.
+template <class Client>
+class RawDistTensor {
+ public:
+  RawDistTensor() = default;
+
+  /// A handle on tensor `name` as partition 0 holds it. Throws NotFound when it has none.
+  static RawDistTensor open(std::shared_ptr<Client> client, std::string name, RowKind kind) {
+    for (const auto& s : client->list(0))
+      if (s.name == name) return RawDistTensor(std::move(client), std::move(name), kind, s);
+    throw NotFound("tensor '" + name + "'", "not on the servers");
+  }
+
+  const std::string& name() const noexcept { return name_; }
+  RowKind kind() const noexcept { return kind_; }
+  std::int64_t num_rows() const { return client_->num_rows(kind_, name_); }
+  std::int64_t num_cols() const noexcept { return cols_; }
+  /// The dtype the servers store (and send) the rows in.
+  DType dtype() const noexcept { return dtype_; }
+  std::size_t row_bytes() const noexcept {
+    return static_cast<std::size_t>(cols_) * dtype_size(dtype_);
+  }
+  Client& client() const noexcept { return *client_; }
+
+  /// Rows `global_ids` into `out` (global_ids.size() * row_bytes() bytes, request order).
+  void pull(std::span<const std::int64_t> global_ids, std::span<std::byte> out) const {
+    client_->pull(name_, kind_, global_ids, out, row_bytes());
+  }
+
+ private:
+  template <class Spec>
+  RawDistTensor(std::shared_ptr<Client> client, std::string name, RowKind kind, const Spec& s)
+      : client_(std::move(client)), name_(std::move(name)), kind_(kind), cols_(s.cols),
+        dtype_(s.dtype) {}
+
+  std::shared_ptr<Client> client_;
+  std::string name_;
+  RowKind kind_ = RowKind::node;
+  std::int64_t cols_ = 0;
+  DType dtype_ = DType::float32;
+};
+
 }  // namespace distgraph

@@ -22,6 +22,7 @@
 #include "distgraph/core/buffer.hpp"
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/half.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/mapped_file.hpp"
 
@@ -31,8 +32,13 @@ namespace distgraph {
 /// any plain dtype; the cap bounds the parser's work (and the shape vector) on garbage.
 inline constexpr std::size_t npy_max_header_bytes = std::size_t{1} << 20;
 
+/// The note after the header dict that marks "<u2" data as bfloat16 (NumPy has no
+/// bfloat16; Python reads the note as a comment, so numpy.load sees uint16).
+inline constexpr std::string_view npy_bfloat16_note = "# bfloat16";
+
 /// The parsed header of a `.npy` file. Only C-order, little-endian plain dtypes get here.
 struct NpyHeader {
+  /// bfloat16 only for "<u2" data followed by npy_bfloat16_note; plain "<u2" is uint16.
   DType dtype = DType::float32;
   std::vector<std::int64_t> shape;
   /// True only for Fortran-order files whose layout equals C order (at most one
@@ -157,7 +163,8 @@ inline NpyPrefix parse_npy_prefix(std::span<const std::byte> head, std::uint64_t
 
 /// Recursive-descent parser for the header's Python dict literal. It accepts exactly the
 /// keys 'descr', 'fortran_order' and 'shape' in any order, with Python whitespace, either
-/// quote, a trailing comma, and nothing but whitespace after the closing brace.
+/// quote, a trailing comma, and after the closing brace nothing but whitespace and
+/// at most npy_bfloat16_note.
 class NpyDictParser {
  public:
   NpyDictParser(std::string_view text, const std::string& path) : s_(text), path_(path) {}
@@ -166,6 +173,7 @@ class NpyDictParser {
     std::string descr;
     bool fortran_order = false;
     std::vector<std::int64_t> shape;
+    bool bfloat16_note = false;  ///< the dict is followed by npy_bfloat16_note
   };
 
   Result parse() {
@@ -206,6 +214,11 @@ class NpyDictParser {
       }
     }
     skip_ws();
+    if (s_.substr(i_).starts_with(npy_bfloat16_note)) {
+      i_ += npy_bfloat16_note.size();
+      r.bfloat16_note = true;
+      skip_ws();
+    }
     if (i_ != s_.size()) {
       std::string_view rest = s_.substr(i_);
       while (is_ws(rest.back())) rest.remove_suffix(1);
@@ -329,7 +342,13 @@ class NpyDictParser {
 inline NpyHeader parse_npy_dict(std::string_view dict, const NpyPrefix& prefix,
                                 std::uint64_t file_size, const std::string& path) {
   auto r = NpyDictParser(dict, path).parse();
-  const auto dtype = dtype_from_npy_descr(r.descr);
+  auto dtype = dtype_from_npy_descr(r.descr);
+  if (r.bfloat16_note) {
+    if (dtype != DType::uint16)
+      throw FormatError(path, "bad .npy header: '" + std::string(npy_bfloat16_note) +
+                                  "' after descr '" + printable(r.descr) + "'; expected '<u2'");
+    dtype = DType::bfloat16;
+  }
   if (!dtype) {
     const bool big_endian = !r.descr.empty() && r.descr[0] == '>';
     throw DTypeError(path, std::string(big_endian ? "big-endian " : "unsupported ") + "dtype '" +
@@ -358,28 +377,6 @@ inline NpyHeader parse_npy_dict(std::string_view dict, const NpyPrefix& prefix,
     throw FormatError(path, "truncated: header says " + std::to_string(need) +
                                 " bytes of data, file has " + std::to_string(have));
   return h;
-}
-
-/// IEEE 754 half to single precision, exact for every value (subnormals, inf, NaN).
-inline float half_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exponent = (h >> 10) & 0x1fu;
-  std::uint32_t mantissa = h & 0x3ffu;
-  std::uint32_t bits = sign;
-  if (exponent == 0x1f) {
-    bits |= 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits |= ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa != 0) {
-    // Subnormal half: renormalise into float's wider exponent range.
-    exponent = 113;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --exponent;
-    }
-    bits |= (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
 }
 
 /// Index of the first byte other than 0 and 1, or npos.
@@ -461,23 +458,23 @@ struct NpyArray {
     }
   }
 
-  /// Float data as float32: float32 zero-copy; float64 rounded to nearest; float16 widened
-  /// exactly. Throws DTypeError for other dtypes.
+  /// Float data as float32: float32 zero-copy; float64 rounded to nearest; float16 and
+  /// bfloat16 widened exactly. Throws DTypeError for other dtypes.
   Buffer<float> to_float32() const {
     switch (header.dtype) {
       case DType::float32:
         return as<float>();
       case DType::float64:
         return widen<double, float>();
-      case DType::float16: {
-        const auto src = view_as<std::uint16_t>();
-        std::vector<float> out(src.size());
-        for (std::size_t i = 0; i < src.size(); ++i) out[i] = detail::half_to_float(src[i]);
+      case DType::float16:
+      case DType::bfloat16: {
+        std::vector<float> out(static_cast<std::size_t>(header.num_elements()));
+        convert_to_float32(header.dtype, bytes.span(), out);
         return Buffer<float>(std::move(out));
       }
       default:
         throw DTypeError(path, "dtype " + std::string(dtype_name(header.dtype)) +
-                                   "; expected float32, float64 or float16");
+                                   "; expected float32, float64, float16 or bfloat16");
     }
   }
 
@@ -602,7 +599,8 @@ inline Buffer<bool> read_npy_bool(const std::filesystem::path& path,
 
 /// The bytes a `.npy` file of this dtype and shape starts with: magic, version, length and
 /// the dict, padded with spaces and a final '\n' so the data starts at a multiple of 64
-/// (NumPy's rule). Version 1.0 when the header fits 65535 bytes, else 2.0. Throws
+/// (NumPy's rule). bfloat16 is written as "<u2" with npy_bfloat16_note after the dict,
+/// which this reader turns back into bfloat16. Version 1.0 when the header fits 65535 bytes, else 2.0. Throws
 /// ShapeError naming `subject` for a negative or overflowing shape.
 inline std::string npy_header_bytes(DType dtype, std::span<const std::int64_t> shape,
                                     const std::string& subject = "npy header") {
@@ -617,6 +615,7 @@ inline std::string npy_header_bytes(DType dtype, std::span<const std::int64_t> s
     dict += std::to_string(shape[i]);
   }
   dict += shape.size() == 1 ? ",), }" : "), }";
+  if (dtype == DType::bfloat16) dict += " " + std::string(npy_bfloat16_note);
   constexpr std::size_t align = 64;
   const bool v1 = (10 + dict.size() + 1 + align - 1) / align * align - 10 <= 0xffff;
   const std::size_t prefix = v1 ? 10 : 12;

@@ -53,6 +53,10 @@ inline void check_ids_in(const Buffer<std::int64_t>& ids, std::int64_t hi,
 inline HostTensor read_feature(const std::filesystem::path& path, const FeatureSpec& spec,
                                std::int64_t rows) {
   NpyArray a = read_npy(path);
+  // NumPy writes bfloat16 words as plain uint16 (a file made outside distgraph carries no
+  // note): the config says what they are.
+  if (a.header.dtype == DType::uint16 && spec.dtype == dtype_name(DType::bfloat16))
+    a.header.dtype = DType::bfloat16;
   if (std::string(dtype_name(a.header.dtype)) != spec.dtype)
     throw PartitionError(path.string() + ": dtype " + std::string(dtype_name(a.header.dtype)) +
                          "; config says " + spec.dtype);

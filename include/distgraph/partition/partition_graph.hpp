@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/half.hpp"
 #include "distgraph/core/parallel.hpp"
 #include "distgraph/core/progress.hpp"
 #include "distgraph/core/tensor.hpp"
@@ -58,6 +59,11 @@ struct PartitionOptions {
   bool balance_edges = false;
   /// A partition ID per node: skips METIS/random ("custom" in the config).
   std::span<const std::int32_t> assignment{};
+  /// The dtype float32 node data is stored (and served) in: float32, float16 or bfloat16,
+  /// rounded to nearest even (`--feat-dtype`). Node features are the only float32 node
+  /// data datasets carry (labels and masks are integers and bools, never converted); edge
+  /// data (e.g. sampling weights) stays as given.
+  DType feat_dtype = DType::float32;
   std::uint64_t seed = 0;
   unsigned num_threads = 0;      ///< 0 = hardware threads
   Progress* progress = nullptr;  ///< stage reporting; null = silent
@@ -233,14 +239,30 @@ class NpyStream {
   bool finished_ = false;
 };
 
-/// Streams rows `rows` of `t` into `dir/<name>.npy`.
+/// The dtype node data `t` is stored in under `opts` (feat_dtype for float32 data).
+inline DType stored_node_dtype(const HostTensor& t, const PartitionOptions& opts) {
+  return t.dtype == DType::float32 ? opts.feat_dtype : t.dtype;
+}
+
+/// Streams rows `rows` of `t` into `dir/<name>.npy`, converted from float32 to `as` when
+/// that differs from t.dtype (row by row: no converted copy of the tensor exists).
 inline void write_rows(const std::filesystem::path& path, const HostTensor& t,
-                       std::span<const std::int64_t> rows) {
+                       std::span<const std::int64_t> rows, DType as) {
   std::vector<std::int64_t> shape = t.shape.empty() ? std::vector<std::int64_t>{1} : t.shape;
   shape[0] = static_cast<std::int64_t>(rows.size());
-  NpyStream out(path, t.dtype, shape);
+  NpyStream out(path, as, shape);
   const std::size_t rb = t.row_bytes();
-  for (std::int64_t r : rows) out.append(t.bytes.data() + static_cast<std::size_t>(r) * rb, rb);
+  if (as == t.dtype) {
+    for (std::int64_t r : rows) out.append(t.bytes.data() + static_cast<std::size_t>(r) * rb, rb);
+  } else {
+    const auto cols = static_cast<std::size_t>(t.row_elements());
+    std::vector<std::byte> row(cols * dtype_size(as));
+    for (std::int64_t r : rows) {
+      const auto* src = reinterpret_cast<const float*>(t.bytes.data() + static_cast<std::size_t>(r) * rb);
+      convert_from_float32(as, {src, cols}, row);
+      out.append(row.data(), row.size());
+    }
+  }
   out.finish();
 }
 
@@ -252,7 +274,7 @@ inline void write_rows(const std::filesystem::path& path, const HostTensor& t,
 /// Every edge belongs to the partition of its destination. The config is written last, and
 /// a stale config of the same name is removed first, so an interrupted run never leaves a
 /// folder that looks complete. Blocks; uses `opts.num_threads` threads. Throws
-/// InvalidArgument (bad num_parts, lengths), IdOutOfRange (assignment values),
+/// InvalidArgument (bad num_parts, lengths, feat_dtype), IdOutOfRange (assignment values),
 /// PartitionError (METIS), IoError (writing).
 inline PartitionResult partition_graph(const Graph& g, const std::string& name,
                                        std::int64_t num_parts, const std::filesystem::path& out_dir,
@@ -274,6 +296,9 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
                           std::to_string(std::max<std::int64_t>(n, 1)) + "] (the node count)");
   if (opts.halo_hops < 1 || opts.halo_hops > 16)
     throw InvalidArgument("halo_hops " + std::to_string(opts.halo_hops) + ": expected [1, 16]");
+  if (!is_feature_dtype(opts.feat_dtype))
+    throw InvalidArgument("feat_dtype " + std::string(dtype_name(opts.feat_dtype)) +
+                          ": expected float32, float16 or bfloat16");
   const std::span<const std::int64_t> classes =
       opts.balance_ntypes.empty() ? opts.count_ntypes : opts.balance_ntypes;
   const char* classes_name = opts.balance_ntypes.empty() ? "count_ntypes" : "balance_ntypes";
@@ -575,22 +600,24 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     for (const auto& [tname, t] : node_data) {
       const std::int32_t type = data_type(&node_data, tname);
       const fs::path file = dir / "node_feat" / (tname + ".npy");
+      const DType as = detail::stored_node_dtype(t, opts);
       if (type < 0) {
-        detail::write_rows(file, t, inner);
+        detail::write_rows(file, t, inner, as);
         continue;
       }
       fs::create_directories(file.parent_path());
-      detail::write_rows(file, t, typed_rows(inner, types.node_offsets(), type, node_type_of));
+      detail::write_rows(file, t, typed_rows(inner, types.node_offsets(), type, node_type_of), as);
     }
     for (const auto& [tname, t] : edge_data) {
       const std::int32_t type = data_type(&edge_data, tname);
       const fs::path file = dir / "edge_feat" / (tname + ".npy");
       if (type < 0) {
-        detail::write_rows(file, t, owned_edges);
+        detail::write_rows(file, t, owned_edges, t.dtype);
         continue;
       }
       fs::create_directories(file.parent_path());
-      detail::write_rows(file, t, typed_rows(owned_edges, types.edge_offsets(), type, edge_type_of));
+      detail::write_rows(file, t, typed_rows(owned_edges, types.edge_offsets(), type, edge_type_of),
+                         t.dtype);
     }
     for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
     auto& st = result.parts[static_cast<std::size_t>(p)];
@@ -682,7 +709,8 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     c.counts.push_back({st.inner_nodes, st.halo_nodes, st.inner_edges, st.local_edges});
   }
   for (const auto& [tname, t] : node_data)
-    c.node_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
+    c.node_feats.push_back(
+        {tname, std::string(dtype_name(detail::stored_node_dtype(t, opts))), t.shape});
   for (const auto& [tname, t] : edge_data)
     c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
   std::vector<std::int64_t> node_counts, edge_counts;

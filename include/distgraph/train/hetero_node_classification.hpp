@@ -17,6 +17,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/dist_embedding.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
@@ -212,7 +213,7 @@ NodeClassificationResult train_hetero_node_classification(
   for (std::int32_t t = 0; t < num_ntypes; ++t) {
     const auto nodes = g.nodes(ntypes[static_cast<std::size_t>(t)]);
     try {
-      mo.in_feats.push_back(nodes.template data<float>(o.feature).num_cols());
+      mo.in_feats.push_back(detail::open_typed_feature<Graph>(nodes, o.feature).num_cols());
     } catch (const NotFound&) {
       mo.in_feats.push_back(o.embedding_dim);
       auto& e = embs[static_cast<std::size_t>(t)];

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/edge_data_loader.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
@@ -142,7 +143,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
   const auto split = detail::split_edges(g, o);
   if (split.train.empty()) throw InvalidArgument("link prediction: no training edge");
   NodeClassificationResult res;
-  res.feat_dim = g.template ndata<float>(o.feature).num_cols();
+  res.feat_dim = detail::open_feature(g, o.feature).num_cols();
 
   using Loader = EdgeDataLoader<Graph>;
   const LoaderOptions lo{.batch_size = o.batch_size,

@@ -32,6 +32,8 @@ inline c10::ScalarType torch_scalar_type(DType t, const std::string& subject = "
       return c10::kDouble;
     case DType::float16:
       return c10::kHalf;
+    case DType::bfloat16:
+      return c10::kBFloat16;
     case DType::int8:
       return c10::kChar;
     case DType::int16:

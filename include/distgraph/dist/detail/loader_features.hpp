@@ -1,6 +1,8 @@
 // LoaderFeatures: the float node feature a data loader pulls, one tensor or one per node type.
 #pragma once
 
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,28 +12,98 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/half.hpp"
 #include "distgraph/dist/loader_options.hpp"
 
 namespace distgraph::detail {
 
+/// A graph whose data opens in its stored dtype (BasicDistGraph: raw_ndata and
+/// TypeView::raw_data). A user's LoaderGraph without it has float32 features read as such.
+template <class G>
+concept RawDataGraph = requires(const G& g, const std::string& name) {
+  typename G::raw_tensor_type;
+  { g.raw_ndata(name) } -> std::same_as<typename G::raw_tensor_type>;
+};
+
+template <class Graph>
+struct feature_tensor {
+  using type = typename Graph::template tensor_type<float>;
+};
+template <RawDataGraph Graph>
+struct feature_tensor<Graph> {
+  using type = typename Graph::raw_tensor_type;
+};
+/// What a loader holds for a feature tensor: the raw tensor where the graph has one (any
+/// of float32, float16, bfloat16), else its float32 tensor.
+template <class Graph>
+using feature_tensor_t = typename feature_tensor<Graph>::type;
+
+/// Throws DTypeError naming feature `name` unless `t` holds float32, float16 or bfloat16.
+template <class Tensor>
+Tensor checked_feature(Tensor t, const std::string& name) {
+  if constexpr (requires { t.row_bytes(); })
+    require_feature_dtype("node data '" + name + "'", t.dtype());
+  return t;
+}
+
+/// Node data `name` as a loader reads input features (see feature_tensor_t). Throws
+/// NotFound, DTypeError when it is not float32, float16 or bfloat16.
+template <class Graph>
+feature_tensor_t<Graph> open_feature(const Graph& graph, const std::string& name) {
+  if constexpr (RawDataGraph<Graph>)
+    return checked_feature(graph.raw_ndata(name), name);
+  else
+    return graph.template ndata<float>(name);
+}
+
+/// Data `name` of one node type (a graph's TypeView), as open_feature.
+template <class Graph, class TypeView>
+feature_tensor_t<Graph> open_typed_feature(const TypeView& nodes, const std::string& name) {
+  if constexpr (RawDataGraph<Graph>)
+    return checked_feature(nodes.raw_data(name), nodes.name() + "/" + name);
+  else
+    return nodes.template data<float>(name);
+}
+
+/// Rows `ids` of feature `t` into `out` as float32 (resized to ids.size() * num_cols()).
+/// 16-bit rows are pulled into a per-thread scratch buffer (prefetch threads share the
+/// tensors) and widened into `out`: the conversion is the batch's one extra pass.
+template <class Tensor>
+void pull_float_rows(const Tensor& t, std::span<const std::int64_t> ids, std::vector<float>& out) {
+  out.resize(ids.size() * static_cast<std::size_t>(t.num_cols()));
+  if constexpr (requires { t.row_bytes(); }) {
+    if (t.dtype() == DType::float32) {
+      t.pull(ids, std::as_writable_bytes(std::span(out)));
+      return;
+    }
+    thread_local std::vector<std::byte> scratch;
+    scratch.resize(ids.size() * t.row_bytes());
+    t.pull(ids, scratch);
+    convert_to_float32(t.dtype(), scratch, out);
+  } else {
+    t.pull(ids, out);
+  }
+}
+
 /// The tensors behind a batch's input features: node data `feature` over all nodes
 /// (`untyped`), or on a typed graph whose feature is typed data "<ntype>/<feature>", one
 /// tensor per node type that has it (`typed`, indexed by node type). Opened once when the
-/// loader is made, then read-only: the prefetch threads share it.
+/// loader is made, then read-only: the prefetch threads share it. Features stored as
+/// float16 or bfloat16 travel as such and reach the batch as float32.
 template <class Graph>
 struct LoaderFeatures {
-  using tensor_type = typename Graph::template tensor_type<float>;
+  using tensor_type = feature_tensor_t<Graph>;
   std::optional<tensor_type> untyped;
   std::vector<std::optional<tensor_type>> typed;  ///< per node type; empty: untyped or none
 
   /// Opens `feature` of `graph` ("" = none): the untyped node data of that name, else the
   /// typed data of each node type. Throws NotFound when neither exists, DTypeError when
-  /// it is not float32.
+  /// it is not float32, float16 or bfloat16.
   static LoaderFeatures open(const Graph& graph, const std::string& feature) {
     LoaderFeatures f;
     if (feature.empty()) return f;
     try {
-      f.untyped = graph.template ndata<float>(feature);
+      f.untyped = open_feature(graph, feature);
     } catch (const NotFound&) {
       // A typed graph keeps features per node type ("<ntype>/feat", widths differ);
       // types without them (featureless) are the model's to embed.
@@ -40,7 +112,7 @@ struct LoaderFeatures {
         for (const auto& nt : graph.ntypes()) {
           auto& slot = f.typed.emplace_back();
           try {
-            slot = graph.nodes(nt).template data<float>(feature);
+            slot = open_typed_feature<Graph>(graph.nodes(nt), feature);
             any = true;
           } catch (const NotFound&) {
           }
@@ -60,8 +132,7 @@ struct LoaderFeatures {
   void pull(const Graph& graph, std::span<const std::int64_t> nodes, Batch& out) const {
     if (untyped) {
       out.feat_dim = untyped->num_cols();
-      out.features.resize(nodes.size() * static_cast<std::size_t>(out.feat_dim));
-      untyped->pull(nodes, out.features);
+      pull_float_rows(*untyped, nodes, out.features);
     }
     if (typed.empty()) return;
     if constexpr (requires { graph.node_types_of(nodes); }) {
@@ -78,8 +149,7 @@ struct LoaderFeatures {
         std::vector<std::int64_t> ids(by_type[t].size());
         for (std::size_t i = 0; i < ids.size(); ++i)
           ids[i] = nodes[static_cast<std::size_t>(by_type[t][i])];
-        r.rows.resize(ids.size() * static_cast<std::size_t>(r.cols));
-        typed[t]->pull(ids, r.rows);
+        pull_float_rows(*typed[t], ids, r.rows);
         r.positions = std::move(by_type[t]);
         out.typed_features.push_back(std::move(r));
       }
