@@ -2,7 +2,7 @@
 //
 //   bench_sampling [--scale S] [--edge-factor K] [--batch-size N] [--batches B]
 //                  [--fanout F] [--runs R] [--loader-batches L] [--loader-epochs E]
-//                  [--feat-dim D] [--figure NAME] [--json]
+//                  [--feat-dim D] [--figure NAME[,NAME...]] [--json]
 //
 // The graph is R-MAT (seed 1) symmetrized, without self loops or duplicates, built once.
 // Seeds are B batches of N node IDs drawn uniformly (fixed seed), so most fall on small
@@ -24,10 +24,19 @@
 //                           in this process, the trainer co-located with partition 0 (its
 //                           seeds sampled and rows read from the mapped partition and shared
 //                           storage). t = prefetch threads. params: per-batch sample_s,
-//                           fetch_s, wait_s (means), wall_s, input nodes and block edges.
+//                           fetch_s, wait_s (means), wall_s, input nodes, block edges and
+//                           remote_rows (feature rows pulled from the other machine).
 //                           Bound: the in-memory ceiling for the same seed batches, one
 //                           thread: MultiLayerNeighborSampler on the whole graph's CSC plus a
 //                           memcpy gather of the input rows from a heap array.
+//   loader_dist_t1_procs/_t2_procs  the same loader and bound, as users run it: the graph
+//                           partitioned in 2 with METIS (same features and labels) into a
+//                           temporary folder, 2 `distgraph serve` processes (2 io threads
+//                           each) on loopback, the trainer co-located with partition 0 through
+//                           the machine's shared storage; the same seed nodes in the same
+//                           batches (their IDs mapped to the METIS partition's). The servers
+//                           are asked to shut down and are reaped at the end (killed and
+//                           reaped if the figure fails). Needs the distgraph CLI target.
 //   labor_input_nodes_ratio  LaborSampler's distinct input nodes over UniformSampler's for
 //                           the same two-layer [10, 25] MultiLayerNeighborSampler batches
 //                           on the whole graph (L batches of N seeds, the first L seed
@@ -39,7 +48,7 @@
 //                           edges and sampling seconds per batch (one thread; LABOR reads
 //                           whole rows, O(degree), where uniform draws O(fanout)).
 // To add a figure: write `void name(Bench&)` that calls bench.rep.add(...) and append it
-// to `figures` in main(); `--figure name` runs only that one.
+// to `figures` in main(); `--figure a,b` runs only those (sharing the graph and partitions).
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +72,8 @@
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/partition/partition_graph.hpp"
+#include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/runtime/server_process.hpp"
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
@@ -75,6 +86,14 @@
 #include "support/bounds.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
+#include "support/temp_dir.hpp"
+// The tests' child process and loopback ip config helpers: the server processes here are
+// started, awaited and reaped exactly as the integration tests do it.
+#include "../tests/support/child_process.hpp"
+
+#ifndef DISTGRAPH_CLI
+#define DISTGRAPH_CLI ""  // built without the CLI: the *_procs figures are skipped
+#endif
 
 namespace {
 
@@ -106,7 +125,7 @@ Args parse(int argc, char** argv) {
       .add("--loader-batches", a.loader_batches, 1, 100'000)
       .add("--loader-epochs", a.loader_epochs, 1, 100)
       .add("--feat-dim", a.feat_dim, 1, 4096)
-      .add("--figure", a.figure, "NAME")
+      .add("--figure", a.figure, "NAME[,NAME...]")
       .parse(argc, argv);
   return a;
 }
@@ -241,6 +260,21 @@ using DistLoaderGraph =
 constexpr std::int64_t loader_seed = 1;
 const std::vector<std::int64_t> loader_fanouts{10, 25};
 
+/// The DistGraph of a trainer co-located with partition 0 of `config` (2 machines, one
+/// server each at `endpoints`), reading its machine's rows from the storage in `storage`.
+DistLoaderGraph colocated_trainer(const std::filesystem::path& config,
+                                  std::vector<distgraph::Endpoint> endpoints,
+                                  const std::filesystem::path& storage) {
+  auto part0 = std::make_shared<const distgraph::Partition>(distgraph::load_partition(config, 0));
+  auto client = std::make_shared<DistLoaderGraph::client_type>(
+      std::make_shared<distgraph::AsioTransport>(std::move(endpoints)),
+      (*part0->book.get_if<distgraph::RangePartitionBook>()),
+      distgraph::ClusterLayout{
+          .num_machines = 2, .servers_per_machine = 1, .machine_id = 0, .num_trainers = 1},
+      std::make_shared<MmapStorage>(MmapStorage::attach(storage)));
+  return DistLoaderGraph(std::move(client), std::move(part0));
+}
+
 /// 2 GraphServers over MmapStorage folders (as `distgraph serve` runs them), each behind an
 /// AsioServer on loopback, and the DistGraph of a trainer co-located with partition 0.
 struct LoopbackServers {
@@ -266,15 +300,7 @@ struct LoopbackServers {
       net.back()->start();
       endpoints.push_back(net.back()->endpoint());
     }
-    auto part0 = std::make_shared<const distgraph::Partition>(distgraph::load_partition(config, 0));
-    using Client = DistLoaderGraph::client_type;
-    auto client = std::make_shared<Client>(
-        std::make_shared<distgraph::AsioTransport>(endpoints),
-        (*part0->book.get_if<distgraph::RangePartitionBook>()),
-        distgraph::ClusterLayout{
-            .num_machines = 2, .servers_per_machine = 1, .machine_id = 0, .num_trainers = 1},
-        std::make_shared<MmapStorage>(MmapStorage::attach(dirs[0])));
-    graph = std::make_unique<DistLoaderGraph>(client, part0);
+    graph = std::make_unique<DistLoaderGraph>(colocated_trainer(config, endpoints, dirs[0]));
   }
   ~LoopbackServers() {
     graph.reset();
@@ -284,6 +310,8 @@ struct LoopbackServers {
   LoopbackServers(const LoopbackServers&) = delete;
   LoopbackServers& operator=(const LoopbackServers&) = delete;
 };
+
+struct ServeProcesses;
 
 /// The graph partitioned in 2 with features and labels, the seeds, the in-memory bound and
 /// (made on first use) the standalone and loopback clusters. Removes its folders.
@@ -295,12 +323,9 @@ struct LoaderData {
   double bound = 0;                   ///< in-memory ceiling, batches/s
   std::unique_ptr<distgraph::StandaloneCluster<>> standalone;
   std::unique_ptr<LoopbackServers> loopback;
+  std::unique_ptr<ServeProcesses> procs;
 
-  ~LoaderData() {
-    standalone.reset();
-    loopback.reset();
-    std::filesystem::remove_all(dir);
-  }
+  ~LoaderData();
 };
 
 /// The epoch's seed batches as the loader cuts them.
@@ -337,6 +362,17 @@ double loader_bound(const Bench& bench, const LoaderData& d) {
   return static_cast<double>(batches) / best;
 }
 
+/// The loader's node data: d.feat (n x dim) as `feat` and 10 label classes as `label`.
+distgraph::TensorList loader_node_data(const LoaderData& d, std::int64_t n, std::size_t dim) {
+  std::vector<std::int64_t> label(static_cast<std::size_t>(n));
+  for (std::size_t v = 0; v < label.size(); ++v)
+    label[v] = static_cast<std::int64_t>(distgraph::detail::mix64(v + 0x5bd1e995) % 10);
+  return {
+      {"feat", distgraph::HostTensor::from(distgraph::Buffer<float>(d.feat),
+                                           {n, static_cast<std::int64_t>(dim)})},
+      {"label", distgraph::HostTensor::from(distgraph::Buffer<std::int64_t>(std::move(label)))}};
+}
+
 /// Partitions the benchmark graph with random D-dim features and labels (once).
 LoaderData& loader_data(Bench& bench) {
   if (bench.loader) return *bench.loader;
@@ -350,16 +386,10 @@ LoaderData& loader_data(Bench& bench) {
   d->feat.resize(static_cast<std::size_t>(n) * dim);
   for (std::size_t i = 0; i < d->feat.size(); ++i)
     d->feat[i] = static_cast<float>(distgraph::detail::mix64(i) >> 40) * 0x1.0p-24f - 0.5f;
-  std::vector<std::int64_t> label(static_cast<std::size_t>(n));
-  for (std::size_t v = 0; v < label.size(); ++v)
-    label[v] = static_cast<std::int64_t>(distgraph::detail::mix64(v + 0x5bd1e995) % 10);
   distgraph::Stopwatch clock;
-  const distgraph::TensorList node_data = {
-      {"feat", distgraph::HostTensor::from(distgraph::Buffer<float>(d->feat),
-                                           {n, static_cast<std::int64_t>(dim)})},
-      {"label", distgraph::HostTensor::from(distgraph::Buffer<std::int64_t>(std::move(label)))}};
   distgraph::partition_graph(bench.graph, "rmat", 2, d->dir,
-                             {.method = distgraph::PartMethod::random, .seed = 3}, node_data);
+                             {.method = distgraph::PartMethod::random, .seed = 3},
+                             loader_node_data(*d, n, dim));
   d->config = d->dir / "rmat.json";
   bench.rep.note("loader: partitioned into 2 (random) with " + std::to_string(dim) +
                  "-dim features in " + std::to_string(clock.seconds()) + " s");
@@ -390,23 +420,36 @@ LoaderData& loader_data(Bench& bench) {
 
 /// Runs a NodeDataLoader with `threads` prefetch threads for a warm-up and the timed epochs
 /// and reports the best epoch as `name`.
+/// How a loader figure's graph was cut and which global IDs its seeds have there.
+struct LoaderSetup {
+  std::string mode;
+  std::string partitions = "2, random";
+  const std::vector<std::int64_t>* train = nullptr;  ///< default: LoaderData::train
+};
+
 template <class Graph>
 void loader_figure(Bench& bench, const std::string& name, Graph graph, unsigned threads,
-                   const std::string& mode) {
+                   const LoaderSetup& setup) {
   LoaderData& d = loader_data(bench);
   const Args& a = bench.args;
-  distgraph::NodeDataLoader loader(std::move(graph), d.train, loader_fanouts,
+  const std::vector<std::int64_t>& train = setup.train ? *setup.train : d.train;
+  // Feature rows pulled from the other machine's server: what the partition decides.
+  const auto remote_pulled = [client = graph.client_ptr()] {
+    return client->remote_traffic().rows;
+  };
+  distgraph::NodeDataLoader loader(std::move(graph), train, loader_fanouts,
                                    {.batch_size = a.batch_size,
                                     .seed = loader_seed,
                                     .num_prefetch_threads = threads,
                                     .prefetch_depth = 2 * static_cast<std::int64_t>(threads)});
   struct Sums {
     double wall = 0, sample = 0, fetch = 0, wait = 0;
-    std::int64_t batches = 0, input_nodes = 0, edges = 0;
+    std::int64_t batches = 0, input_nodes = 0, edges = 0, remote_rows = 0;
   } best;
   best.wall = std::numeric_limits<double>::infinity();
   for (int e = -1; e < a.loader_epochs; ++e) {
     Sums s;
+    const std::int64_t remote_before = remote_pulled();
     distgraph::Stopwatch clock;
     for (const distgraph::NodeBatch& b : loader.epoch(e)) {
       s.sample += b.timings.sample_s;
@@ -417,16 +460,17 @@ void loader_figure(Bench& bench, const std::string& name, Graph graph, unsigned 
       ++s.batches;
     }
     s.wall = clock.seconds();
+    s.remote_rows = remote_pulled() - remote_before;
     if (e >= 0 && s.wall < best.wall) best = s;  // epoch -1 warms up
   }
   const auto per = [&](double x) { return x / static_cast<double>(best.batches); };
   nlohmann::json params = bench.params;
-  params["mode"] = mode;
+  params["mode"] = setup.mode;
   params["prefetch_threads"] = threads;
   params["prefetch_depth"] = 2 * threads;
   params["fanouts"] = loader_fanouts;
   params["feat_dim"] = a.feat_dim;
-  params["partitions"] = "2, random";
+  params["partitions"] = setup.partitions;
   params["batches_per_epoch"] = best.batches;
   params["epochs"] = a.loader_epochs;
   params["sample_s"] = per(best.sample);
@@ -435,6 +479,7 @@ void loader_figure(Bench& bench, const std::string& name, Graph graph, unsigned 
   params["wall_s"] = per(best.wall);
   params["input_nodes"] = best.input_nodes / best.batches;
   params["block_edges"] = best.edges / best.batches;
+  params["remote_rows"] = best.remote_rows / best.batches;
   bench.rep.add(Figure{.figure = name,
                        .value = static_cast<double>(best.batches) / best.wall,
                        .unit = "batches/s",
@@ -458,18 +503,122 @@ DistLoaderGraph loopback_graph(Bench& bench) {
   return *d.loopback->graph;
 }
 
+/// The loader's graph partitioned in 2 with METIS, served by 2 `distgraph serve` processes
+/// on loopback, and the DistGraph of a trainer co-located with partition 0. Destroying it
+/// asks the servers to shut down and reaps them (killing any that do not exit).
+struct ServeProcesses {
+  distgraph::bench::TempDir tmp;  // first: removed after the processes are gone
+  std::filesystem::path config;
+  distgraph::IpConfig ip;
+  std::vector<std::filesystem::path> storage;  ///< each machine's shared storage folder
+  std::vector<std::unique_ptr<distgraph::test::ChildProcess>> procs;
+  std::shared_ptr<DistLoaderGraph::client_type> client;
+  std::unique_ptr<DistLoaderGraph> graph;
+  std::vector<std::int64_t> train;  ///< LoaderData::train's nodes, as global IDs here
+
+  ServeProcesses(Bench& bench, const LoaderData& d)
+      : tmp(std::filesystem::temp_directory_path() /
+            ("distgraph-bench-procs-" + std::to_string(::getpid()))) {
+    using namespace std::chrono_literals;
+    const std::int64_t n = bench.graph.num_nodes();
+    const auto dim = static_cast<std::size_t>(bench.args.feat_dim);
+    distgraph::Stopwatch clock;
+    distgraph::partition_graph(bench.graph, "rmat", 2, tmp.path,
+                               {.method = distgraph::PartMethod::metis, .seed = 3},
+                               loader_node_data(d, n, dim));
+    config = tmp.path / "rmat.json";
+    bench.rep.note("loader procs: partitioned into 2 (METIS) in " +
+                   std::to_string(clock.seconds()) + " s");
+    // The same seed nodes: random-partition global ID -> input ID -> METIS global ID.
+    std::vector<std::int64_t> global_of(static_cast<std::size_t>(n), -1);
+    for (int p = 0; p < 2; ++p) {
+      const auto part = distgraph::load_partition(config, p);
+      for (std::int64_t v = 0; v < part.num_inner_nodes; ++v)
+        global_of[static_cast<std::size_t>(part.orig_nid[static_cast<std::size_t>(v)])] =
+            part.nid[static_cast<std::size_t>(v)];
+    }
+    for (const std::int64_t v : d.train)
+      train.push_back(global_of[static_cast<std::size_t>(d.orig_of[static_cast<std::size_t>(v)])]);
+    const auto ip_path = tmp.path / "ip_config.txt";
+    distgraph::test::write_loopback_ip_config(ip_path.string(), 2, 1);
+    ip = distgraph::read_ip_config(ip_path, 1);
+    clock.reset();
+    for (int m = 0; m < 2; ++m) {
+      storage.push_back(
+          distgraph::machine_storage_dir("rmat", ip.machines[static_cast<std::size_t>(m)]));
+      procs.push_back(std::make_unique<distgraph::test::ChildProcess>(std::vector<std::string>{
+          DISTGRAPH_CLI, "serve", "--ip-config", ip_path.string(), "--part-config", config.string(),
+          "--machine", std::to_string(m), "--servers", "1", "--trainers", "1", "--threads", "2"}));
+    }
+    for (auto& p : procs)
+      if (!p->wait_for_line("listening on", 300s))
+        throw std::runtime_error("bench_sampling: a `distgraph serve` did not start:\n" +
+                                 p->output());
+    distgraph::wait_for_storage(storage[0], distgraph::deadline_in(300s));
+    bench.rep.note("loader procs: 2 servers up in " + std::to_string(clock.seconds()) + " s");
+    graph =
+        std::make_unique<DistLoaderGraph>(colocated_trainer(config, ip.all_servers(1), storage[0]));
+    client = graph->client_ptr();
+  }
+  ~ServeProcesses() {
+    using namespace std::chrono_literals;
+    graph.reset();
+    if (client) {
+      try {
+        client->shutdown_servers();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_sampling: shutting the servers down: %s\n", e.what());
+      }
+      client.reset();
+    }
+    for (auto& p : procs)
+      if (!p->wait(30s)) std::fprintf(stderr, "bench_sampling: a server did not exit; killed\n");
+    procs.clear();                     // kills and reaps whatever is still running
+    for (const auto& dir : storage) {  // left behind only by a killed server
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+  ServeProcesses(const ServeProcesses&) = delete;
+  ServeProcesses& operator=(const ServeProcesses&) = delete;
+};
+
+LoaderData::~LoaderData() {
+  procs.reset();
+  standalone.reset();
+  loopback.reset();
+  std::filesystem::remove_all(dir);
+}
+
 void loader_standalone_t1(Bench& b) {
-  loader_figure(b, "loader_standalone_t1", standalone_graph(b), 1, "standalone");
+  loader_figure(b, "loader_standalone_t1", standalone_graph(b), 1, {.mode = "standalone"});
 }
 void loader_standalone_t2(Bench& b) {
-  loader_figure(b, "loader_standalone_t2", standalone_graph(b), 2, "standalone");
+  loader_figure(b, "loader_standalone_t2", standalone_graph(b), 2, {.mode = "standalone"});
 }
 void loader_dist_t1(Bench& b) {
-  loader_figure(b, "loader_dist_t1", loopback_graph(b), 1, "dist (2 servers, loopback)");
+  loader_figure(b, "loader_dist_t1", loopback_graph(b), 1, {.mode = "dist (2 servers, loopback)"});
 }
 void loader_dist_t2(Bench& b) {
-  loader_figure(b, "loader_dist_t2", loopback_graph(b), 2, "dist (2 servers, loopback)");
+  loader_figure(b, "loader_dist_t2", loopback_graph(b), 2, {.mode = "dist (2 servers, loopback)"});
 }
+
+/// Runs loader figure `name` on the server processes (started on first use); skipped with
+/// a note when this program was built without the CLI.
+void loader_procs_figure(Bench& b, const std::string& name, unsigned threads) {
+  if (std::string(DISTGRAPH_CLI).empty()) {
+    b.rep.note(name + ": skipped (built without the distgraph CLI target)");
+    return;
+  }
+  LoaderData& d = loader_data(b);
+  if (!d.procs) d.procs = std::make_unique<ServeProcesses>(b, d);
+  loader_figure(b, name, *d.procs->graph, threads,
+                {.mode = "dist (2 `distgraph serve` processes, loopback)",
+                 .partitions = "2, metis",
+                 .train = &d.procs->train});
+}
+void loader_dist_t1_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t1_procs", 1); }
+void loader_dist_t2_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t2_procs", 2); }
 
 }  // namespace
 
@@ -483,12 +632,23 @@ int main(int argc, char** argv) {
       {"loader_standalone_t2", loader_standalone_t2},
       {"loader_dist_t1", loader_dist_t1},
       {"loader_dist_t2", loader_dist_t2},
+      {"loader_dist_t1_procs", loader_dist_t1_procs},
+      {"loader_dist_t2_procs", loader_dist_t2_procs},
   };
-  if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
-                                           [&](const auto& f) { return f.first == args.figure; })) {
-    std::fprintf(stderr, "bench_sampling: no figure named %s\n", args.figure.c_str());
-    return 2;
+  std::vector<std::string> chosen;  // empty = every figure
+  for (std::size_t at = 0; !args.figure.empty() && at <= args.figure.size();) {
+    const std::size_t comma = std::min(args.figure.find(',', at), args.figure.size());
+    chosen.push_back(args.figure.substr(at, comma - at));
+    at = comma + 1;
   }
+  const auto wanted = [&](const std::string& name) {
+    return chosen.empty() || std::find(chosen.begin(), chosen.end(), name) != chosen.end();
+  };
+  for (const auto& c : chosen)
+    if (std::none_of(figures.begin(), figures.end(), [&](const auto& f) { return f.first == c; })) {
+      std::fprintf(stderr, "bench_sampling: no figure named %s\n", c.c_str());
+      return 2;
+    }
 
   bench.rep.note("generating and building R-MAT ...");
   distgraph::Stopwatch build_clock;
@@ -517,7 +677,8 @@ int main(int argc, char** argv) {
        {"loader", "NodeDataLoader [10, 25], batch " + std::to_string(args.batch_size) + ", " +
                       std::to_string(args.feat_dim) + "-dim float32, " +
                       std::to_string(args.loader_batches) + " batches x best of " +
-                      std::to_string(args.loader_epochs) + " epochs, 2 random parts"},
+                      std::to_string(args.loader_epochs) +
+                      " epochs, 2 random parts (*_procs: 2 METIS parts, 2 serve processes)"},
        {"loader_bound", "in-memory MultiLayerNeighborSampler + memcpy gather, 1 thread"},
        {"labor", "LaborSampler / UniformSampler input nodes, [10, 25], " +
                      std::to_string(std::min(args.loader_batches, args.batches)) +
@@ -526,7 +687,15 @@ int main(int argc, char** argv) {
   bench.params = {
       {"scale", args.scale},          {"edge_factor", args.edge_factor}, {"n", n},
       {"m", bench.graph.num_edges()}, {"batch_size", args.batch_size},   {"batches", args.batches}};
-  for (const auto& [name, run] : figures)
-    if (args.figure.empty() || args.figure == name) run(bench);
+  // A figure that fails still ends the servers it started (bench.loader's destructor):
+  // an escaping exception would terminate without unwinding.
+  try {
+    for (const auto& [name, run] : figures)
+      if (wanted(name)) run(bench);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_sampling: %s\n", e.what());
+    bench.loader.reset();
+    return 1;
+  }
   return 0;
 }

@@ -5,6 +5,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -108,6 +110,136 @@ TEST_CASE("many threads pipeline requests and every reply finds its caller", "[t
     matched += w.get();
   }
   CHECK(matched == threads * per_thread);
+}
+
+TEST_CASE("callers sharing a connection read each other's replies, in any order of waiting",
+          "[transport][net]") {
+  // A "hold" request is answered only after every other call has completed, so its reply
+  // comes last; each thread waits for its window of calls newest first, so the caller
+  // reading the connection completes calls whose owners are asleep or not yet waiting.
+  std::promise<void> all_done;
+  std::shared_future<void> done = all_done.get_future().share();
+  auto server = start_server(
+      [done](const Request& r) {
+        if (r.type == MsgType::barrier && done.wait_for(20s) != std::future_status::ready)
+          return Reply::error(Status::internal_error, "never released");
+        return echo(r);
+      },
+      {.num_threads = 4});
+  AsioTransport t({server->endpoint()}, client_options());
+  auto held = t.send(0, MsgType::barrier, text("held"));
+  static constexpr int threads = 8, per_thread = 200, window = 16;
+  std::vector<std::future<int>> workers;
+  for (int w = 0; w < threads; ++w)
+    workers.push_back(std::async(std::launch::async, [&t, w] {
+      int matched = 0;
+      for (int first = 0; first < per_thread; first += window) {
+        std::vector<std::pair<std::string, PendingCall>> calls;
+        for (int i = first; i < std::min(per_thread, first + window); ++i) {
+          std::string tag = std::to_string(w);
+          tag += '/';
+          tag += std::to_string(i);
+          auto c = t.send(0, MsgType::pull, text(tag));
+          calls.emplace_back(std::move(tag), std::move(c));
+        }
+        for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+          matched += it->second.get(soon()).text() == it->first ? 1 : 0;
+      }
+      return matched;
+    }));
+  int matched = 0;
+  for (auto& w : workers) {
+    REQUIRE(w.wait_for(60s) == std::future_status::ready);
+    matched += w.get();
+  }
+  CHECK(matched == threads * per_thread);
+  CHECK_FALSE(held.ready());
+  all_done.set_value();
+  CHECK(held.get(soon()).text() == "held");
+}
+
+TEST_CASE("a reading caller's deadline passes on time and a waiting caller takes over the reading",
+          "[transport][net]") {
+  std::promise<void> release_first, release_second;
+  std::shared_future<void> first = release_first.get_future().share(),
+                           second = release_second.get_future().share();
+  auto server = start_server(
+      [first, second](const Request& r) {
+        const std::string what = Reply{Status::ok, r.body}.text();
+        if (what == "first") first.wait_for(10s);
+        if (what == "second") second.wait_for(10s);
+        return echo(r);
+      },
+      {.num_threads = 4});
+  AsioTransport t({server->endpoint()}, client_options());
+  // Whichever of the two callers reads the connection first, the first one's deadline
+  // passes while it waits (reading or asleep), and the second one's reply, sent later,
+  // still reaches it: a reader that leaves hands the reading over.
+  auto a = t.send(0, MsgType::pull, text("first"));
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = std::async(std::launch::async, [&a] {
+    try {
+      a.get(deadline_in(300ms));
+      return false;
+    } catch (const TimeoutError&) {
+      return true;
+    }
+  });
+  auto b = t.send(0, MsgType::pull, text("second"));
+  auto follower = std::async(std::launch::async, [&b] { return b.get(deadline_in(10s)).text(); });
+  REQUIRE(reader.wait_for(10s) == std::future_status::ready);
+  CHECK(reader.get());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 2s);
+  CHECK(follower.wait_for(0s) == std::future_status::timeout);  // its reply is still held
+  release_second.set_value();
+  REQUIRE(follower.wait_for(10s) == std::future_status::ready);
+  CHECK(follower.get() == "second");
+  auto c = t.send(0, MsgType::pull, text("third"));
+  CHECK(c.get(deadline_in(10s)).text() == "third");
+  release_first.set_value();  // the abandoned reply arrives late and is discarded
+  CHECK(t.call(0, MsgType::pull, text("next"), soon()).text() == "next");
+}
+
+TEST_CASE("callers waiting behind a reader get PeerLost when the server goes away",
+          "[transport][net]") {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> entered{0};
+  std::promise<void> all_in;
+  auto server = start_server(
+      [&entered, &all_in, released](const Request& r) {
+        if (r.type == MsgType::barrier) {
+          if (++entered == 3) all_in.set_value();
+          released.wait_for(10s);
+        }
+        return echo(r);
+      },
+      {.num_threads = 4});
+  AsioTransport t({server->endpoint()}, client_options());
+  std::vector<std::future<bool>> waiters;
+  for (int i = 0; i < 3; ++i) {
+    auto call = std::make_shared<PendingCall>(t.send(0, MsgType::barrier, {}));
+    waiters.push_back(std::async(std::launch::async, [call] {
+      try {
+        call->get(deadline_in(10s));
+        return false;
+      } catch (const PeerLost&) {
+        return true;
+      }
+    }));
+  }
+  REQUIRE(all_in.get_future().wait_for(10s) == std::future_status::ready);
+  auto stopper = std::async(std::launch::async, [&] { server->stop(); });
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& w : waiters) {
+    REQUIRE(w.wait_for(10s) == std::future_status::ready);
+    CHECK(w.get());
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  release.set_value();
+  REQUIRE(stopper.wait_for(10s) == std::future_status::ready);
 }
 
 TEST_CASE("replies complete out of order when the server finishes a later request first",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <future>
@@ -47,13 +48,20 @@ struct AsioTransportOptions {
   std::chrono::milliseconds read_timeout{30000};
 };
 
-/// A Transport over TCP: one connection per server (TCP_NODELAY), all served by one
-/// background io thread. send() is thread-safe and never waits for the network: it assigns
-/// a request ID, registers the call and writes the frame (directly from the caller's thread
-/// when the socket takes it, else queued for a gather write on the io thread); replies are
-/// matched by ID, so any number of requests may be in flight per server and complete in
-/// any order. Part data is never copied on send; reply parts are views into one 8-aligned
-/// buffer per reply, kept alive by the reply.
+/// A Transport over TCP: one connection per server (TCP_NODELAY). send() is thread-safe
+/// and never waits for the network: it assigns a request ID, registers the call and writes
+/// the frame (directly from the caller's thread when the socket takes it, else queued for
+/// a gather write on the background io thread); replies are matched by ID, so any number
+/// of requests may be in flight per server and complete in any order. Replies are read by
+/// the callers waiting for them (PendingCall::get): one waiting caller per connection
+/// reads it and completes every reply that arrives, its own and others', while the
+/// connection's other waiters sleep until theirs is in or the reader leaves and one of
+/// them takes over. A small round trip thus costs one wake-up, as a blocking socket does.
+/// After a large request (16 KiB or more), or when a reader leaves with calls pending, the
+/// io thread reads the connection while no caller does, so a large reply streams in while
+/// its caller still works; a small reply nobody waits for stays in the socket until its
+/// caller (or ready()) reads it. Part data is never copied on send; reply parts are views into
+/// one 8-aligned buffer per reply, kept alive by the reply.
 ///
 /// Failure model: a connection that closes or resets fails every call pending on it with
 /// PeerLost naming the server index and endpoint, and later sends to that server fail
@@ -107,15 +115,87 @@ class AsioTransport {
  private:
   using tcp = boost::asio::ip::tcp;
 
-  // One server's connection: the handshake, then pending calls matched by request ID.
-  class Connection : public detail::FrameStream<Connection> {
+  // One server's connection: the handshake (read by the io thread), then pending calls
+  // matched by request ID, their replies read by their callers.
+  class Connection : public detail::FrameStream<Connection>, public detail::ReplyReader {
    public:
     Connection(int index, Endpoint ep, tcp::socket socket, const AsioTransportOptions& opt)
-        : FrameStream(std::move(socket), detail::StreamLimits{opt.max_frame_bytes, opt.read_timeout,
-                                                              "server " + std::to_string(index) +
-                                                                  " (" + ep.to_string() + ")"}),
+        : FrameStream(
+              std::move(socket),
+              detail::StreamLimits{
+                  .max_frame_bytes = opt.max_frame_bytes,
+                  .read_timeout = opt.read_timeout,
+                  .subject = "server " + std::to_string(index) + " (" + ep.to_string() + ")",
+                  .hand_over_after_frames = 2}),  // the server's hello and hello reply
           endpoint(std::move(ep)),
           secret_(opt.secret) {}
+
+    // Leader/follower per connection: the first waiting caller reads until its own reply
+    // is in; the others sleep until theirs is completed by it or it leaves, then one of
+    // them reads. Replies for calls nobody waits on yet stay in the socket meanwhile.
+    void read_until_done(detail::CallState& s, Deadline deadline) override {
+      const auto done = [&] { return s.done.load(std::memory_order_acquire); };
+      {
+        std::unique_lock lock(reader_mu_);
+        // The role is mostly held for a moment (the io thread finding little or nothing to
+        // read): poll for it briefly, yielding the core, before sleeping behind it.
+        const auto poll_until = std::min(deadline, std::chrono::steady_clock::now() + role_poll);
+        while (reading_ && !done() && std::chrono::steady_clock::now() < poll_until) {
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+        }
+        while (reading_) {
+          if (done()) return;
+          ++followers_;
+          const auto st = reader_cv_.wait_until(lock, deadline);
+          --followers_;
+          if (st == std::cv_status::timeout) return;
+        }
+        if (done()) return;
+        reading_.store(true, std::memory_order_release);
+      }
+      ReadRole role(*this);
+      // Wait in slices: a completion by another thread (fail_all after a close) is seen
+      // within one even if no byte arrives to wake the poll.
+      constexpr std::chrono::nanoseconds slice = std::chrono::milliseconds(50);
+      while (!done()) {
+        const auto r = read_now();
+        if (r == detail::ReadNow::closed) break;
+        if (r == detail::ReadNow::progress) continue;
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::nanoseconds::zero()) break;
+        wait_readable(std::min<std::chrono::nanoseconds>(left, slice));
+      }
+    }
+    void read_available() override {
+      {
+        std::lock_guard lock(reader_mu_);
+        if (reading_.load(std::memory_order_relaxed)) return;  // the reader completes what comes
+        reading_.store(true, std::memory_order_release);
+      }
+      ReadRole role(*this);
+      while (read_now() == detail::ReadNow::progress) {
+      }
+    }
+
+    // While calls are pending and no caller reads, the io thread reads what arrives, so a
+    // reply streams in while its caller still works (a pull's co-located rows). Armed by
+    // send() of a large request and by a reader leaving calls pending; a watch that finds a
+    // caller reading
+    // lapses without touching a lock the reader needs (measured: re-arming at once, with
+    // the io thread's locking beside the reader, made small round trips slower than the
+    // old thread hop).
+    void arm_watch() {
+      if (watching_.exchange(true, std::memory_order_acq_rel)) return;
+      watch_readable([self = shared_from_this()](const boost::system::error_code& ec) {
+        self->watching_.store(false, std::memory_order_release);
+        if (ec || self->reading_.load(std::memory_order_acquire)) return;
+        if (!self->has_pending()) return;
+        self->read_available();
+        if (self->has_pending()) self->arm_watch();
+      });
+    }
 
     std::future<void> handshake_done() { return ready_.get_future(); }
 
@@ -158,6 +238,7 @@ class AsioTransport {
         else
           PendingCall::complete(*s, Reply{f.header.status, std::move(f.message)});
       }
+      wake_followers();
     }
     void on_bad_header(std::exception_ptr e, std::optional<std::uint64_t>) {
       std::string what = "bad reply header";
@@ -186,12 +267,48 @@ class AsioTransport {
         PendingCall::fail(*s, e ? e
                                 : std::make_exception_ptr(PeerLost(
                                       s->description + ": connection lost (" + reason + ")")));
+      wake_followers();
     }
 
     const Endpoint endpoint;
 
    private:
     enum class Stage { server_hello, hello_reply, ready, failed };
+
+    // Gives the read role back when the reader leaves (also by an exception from a hook)
+    // and wakes the followers, one of which takes it over.
+    struct ReadRole {
+      Connection& c;
+      explicit ReadRole(Connection& conn) : c(conn) {}
+      ReadRole(const ReadRole&) = delete;
+      ReadRole& operator=(const ReadRole&) = delete;
+      ~ReadRole() {
+        bool wake = false;
+        {
+          std::lock_guard lock(c.reader_mu_);
+          c.reading_.store(false, std::memory_order_release);
+          wake = c.followers_ > 0;
+        }
+        if (wake)
+          c.reader_cv_.notify_all();
+        else if (c.has_pending())
+          c.arm_watch();  // nobody waits: the io thread reads what is still to come
+      }
+    };
+
+    bool has_pending() {
+      std::lock_guard lock(calls_mu_);
+      return !calls_.empty();
+    }
+
+    // Followers check their own call after every batch of completions.
+    void wake_followers() {
+      {
+        std::lock_guard lock(reader_mu_);
+        if (followers_ == 0) return;
+      }
+      reader_cv_.notify_all();
+    }
 
     void handshake_step(detail::InFrame& f) {
       try {
@@ -249,6 +366,14 @@ class AsioTransport {
     std::mutex calls_mu_;
     std::unordered_map<std::uint64_t, std::shared_ptr<detail::CallState>> calls_;
     std::string lost_reason_;
+    // How long a caller polls for a read role held by another thread before sleeping.
+    static constexpr std::chrono::microseconds role_poll{50};
+    std::mutex reader_mu_;  // guards reading_ and followers_
+    std::condition_variable reader_cv_;
+    // A thread holds the read role (written under reader_mu_; read without it by the watch).
+    std::atomic<bool> reading_{false};
+    std::atomic<bool> watching_{false};  // an io-thread watch is armed
+    int followers_ = 0;                  // callers waiting for it
   };
 
   // Connects one socket with retry and backoff until the deadline (io thread only).
@@ -303,6 +428,9 @@ class AsioTransport {
     bool in_progress = false;
     std::promise<tcp::socket> result;
   };
+
+  // Requests of at least this many payload bytes arm the io thread's background read.
+  static constexpr std::uint64_t background_read_request_bytes = 16 * 1024;
 
   struct Impl {
     Impl(std::vector<Endpoint> servers, AsioTransportOptions opt) : options(std::move(opt)) {
@@ -383,6 +511,7 @@ class AsioTransport {
       s->on_abandon = [w = std::weak_ptr<Connection>(c.shared_from_this()), id] {
         if (auto p = w.lock()) p->forget(id);
       };
+      s->reader = std::static_pointer_cast<detail::ReplyReader>(c.shared_from_this());
       std::string lost;
       if (!c.add(id, s, lost)) {
         PendingCall::fail(*s, std::make_exception_ptr(PeerLost(s->description + ": " + lost)));
@@ -394,7 +523,12 @@ class AsioTransport {
         PendingCall::fail(
             *s, std::make_exception_ptr(
                     PeerLost(s->description + ": " + (why.empty() ? "connection closed" : why))));
+        return call;
       }
+      // A large request (a pull of many rows) likely has a large reply, worth reading in
+      // the background while the caller still works; arming costs a small round trip
+      // about 2-3 us (bench_transport), so small requests leave it to their caller.
+      if (bytes >= background_read_request_bytes) c.arm_watch();
       return call;
     }
 

@@ -1,8 +1,10 @@
 // FrameStream: one TCP connection that reads and writes frames; shared by server and client.
 #pragma once
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -54,7 +56,14 @@ struct StreamLimits {
   /// Pause reading after the first frame (a server's hello): nothing behind it is parsed
   /// under the hello's limit before the handshake decides and calls resume_reading().
   bool pause_after_first_frame = false;
+  /// Stop the io threads' read chain for good after this many frames (0 = never): from
+  /// then on the owner's threads read with read_now() (a client after its handshake, whose
+  /// callers read their own replies).
+  std::uint32_t hand_over_after_frames = 0;
 };
+
+/// What FrameStream::read_now() found.
+enum class ReadNow { progress, would_block, closed };
 
 /// A TCP connection carrying frames, the base of a server session and a client connection
 /// (CRTP: `Derived` provides the hooks below). Reads run as one chain (never two reads at
@@ -67,6 +76,11 @@ struct StreamLimits {
 /// rest is read straight into it. Writes first try a non-blocking sendmsg on the caller's
 /// thread (no thread hop for a reply or request that fits the socket buffer) and hand what
 /// is left to an async gather write, which also sweeps up frames queued meanwhile.
+///
+/// A client hands reading over to its callers after the handshake
+/// (StreamLimits::hand_over_after_frames): the read chain ends, and read_now() plus
+/// wait_readable() let one thread at a time read on the caller's own thread, with the same
+/// parsing, limits and read deadline, so a reply reaches its caller without a thread hop.
 ///
 /// Reading can be paused at a frame boundary (pause_reading/resume_reading): a paused stream
 /// parses nothing more, starts no read and has no read deadline armed (the peer is not the
@@ -92,6 +106,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         limits_(std::move(limits)),
         max_frame_bytes_(limits_.max_frame_bytes),
         pause_after_frame_(limits_.pause_after_first_frame),
+        hand_over_left_(limits_.hand_over_after_frames),
         rbuf_(new std::byte[read_buffer_bytes]) {
     boost::system::error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
@@ -170,6 +185,75 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     std::lock_guard lock(mu_);
     paused_ = true;
   }
+  /// After the hand-over (StreamLimits::hand_over_after_frames): reads what the socket
+  /// holds now without blocking and hands the whole frames to on_frames on this thread.
+  /// progress: bytes were read; would_block: none were there; closed: the stream is closed
+  /// (now, by EOF or an error, or before). One thread at a time, and only after the hand-over.
+  ReadNow read_now() {
+    std::size_t n = 0;
+    // Whole headers left buffered at the hand-over are parsed before anything is read.
+    if (have_header_ || rlen_ < frame_header_bytes) {
+      std::lock_guard lock(mu_);
+      if (closed_) return ReadNow::closed;
+      std::byte* dst =
+          have_header_ ? reinterpret_cast<std::byte*>(payload_.get()) + got_ : rbuf_.get() + rlen_;
+      const std::size_t room = have_header_ ? static_cast<std::size_t>(header_.payload_bytes - got_)
+                                            : read_buffer_bytes - rlen_;
+      ssize_t r = 0;
+      do {
+        r = ::recv(sock_.native_handle(), dst, room, MSG_DONTWAIT);
+      } while (r < 0 && errno == EINTR);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ReadNow::would_block;
+      if (r <= 0) {
+        if (r < 0)
+          close_locked(std::string("receive failed: ") + std::strerror(errno), false);
+        else if (have_header_ || rlen_ > 0)
+          close_locked("connection closed in the middle of a frame", false);
+        else
+          close_locked("connection closed by peer", true);
+        return ReadNow::closed;
+      }
+      n = static_cast<std::size_t>(r);
+    }
+    if (have_header_)
+      got_ += n;
+    else
+      rlen_ += n;
+    std::vector<InFrame> frames;
+    if (!parse_frames(frames)) return ReadNow::closed;
+    update_read_timer(have_header_ || rlen_ > 0, !frames.empty());
+    if (!frames.empty()) derived().on_frames(frames);
+    return ReadNow::progress;
+  }
+  /// After the hand-over: calls `on_ready(error_code)` on an io thread once the socket has
+  /// bytes to read (an error when the stream closes meanwhile). Edge-triggered: bytes that
+  /// arrived before the call and were not read since may not trigger it (the owner's
+  /// threads read them when they need them). Thread-safe.
+  template <class Handler>
+  void watch_readable(Handler&& on_ready) {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    sock_.async_wait(tcp::socket::wait_read, std::forward<Handler>(on_ready));
+  }
+  /// Blocks until the socket has bytes to read, is closed, or `timeout` passes. Polls a
+  /// duplicate of the socket's descriptor, so a close() meanwhile (which shuts the socket
+  /// down and so wakes the poll) never leaves it watching a reused descriptor number.
+  void wait_readable(std::chrono::nanoseconds timeout) {
+    int fd = -1;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      if (poll_fd_ < 0) poll_fd_ = ::dup(sock_.native_handle());
+      // Out of descriptors: poll the socket itself (a close meanwhile still wakes it).
+      fd = poll_fd_ >= 0 ? poll_fd_ : sock_.native_handle();
+    }
+    pollfd p{fd, POLLIN, 0};
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    const timespec ts{static_cast<time_t>(secs.count()),
+                      static_cast<long>((timeout - secs).count())};
+    ::ppoll(&p, 1, &ts, nullptr);
+  }
+
   /// Undoes pause_reading(): parses what is buffered, then reads on. Thread-safe.
   void resume_reading() {
     {
@@ -185,7 +269,9 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   }
 
  protected:
-  ~FrameStream() = default;
+  ~FrameStream() {
+    if (poll_fd_ >= 0) ::close(poll_fd_);
+  }
   const StreamLimits& limits() const noexcept { return limits_; }
 
  private:
@@ -198,8 +284,8 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     std::lock_guard lock(mu_);
     if (closed_) return;
     auto self = this->shared_from_this();
-    if (paused_) {
-      parked_ = true;
+    if (paused_ || handed_over_) {
+      parked_ = !handed_over_;
       disarm_locked();
       return;
     }
@@ -248,6 +334,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   void parse_buffered() {
     if (!is_open()) return;
     std::vector<InFrame> frames;
+    if (!parse_frames(frames)) return;
+    update_read_timer(have_header_ || rlen_ > 0, !frames.empty());
+    read_more();
+    if (!frames.empty()) derived().on_frames(frames);
+  }
+
+  // Moves every whole frame buffered (up to a pause or the hand-over) into `frames`.
+  // False after a bad header: reading has stopped and the hooks have run.
+  bool parse_frames(std::vector<InFrame>& frames) {
     std::size_t pos = 0;
     for (;;) {
       if (!have_header_) {
@@ -263,7 +358,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
           stop_reading();
           if (!frames.empty()) derived().on_frames(frames);
           derived().on_bad_header(std::current_exception(), id);
-          return;
+          return false;
         }
         pos += frame_header_bytes;
         have_header_ = true;
@@ -280,12 +375,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         pause_after_frame_ = false;
         pause_reading();
       }
+      if (hand_over_left_ > 0 && --hand_over_left_ == 0) {
+        std::lock_guard lock(mu_);
+        handed_over_ = true;
+        break;
+      }
     }
     if (pos > 0 && pos < rlen_) std::memmove(rbuf_.get(), rbuf_.get() + pos, rlen_ - pos);
     rlen_ -= pos;
-    update_read_timer(have_header_ || rlen_ > 0, !frames.empty());
-    read_more();
-    if (!frames.empty()) derived().on_frames(frames);
+    return true;
   }
 
   InFrame finish_frame() {
@@ -449,11 +547,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   // Read gate (mu_): paused_ = stop at the next frame boundary; parked_ = the chain did
   // stop (no read in flight), so resume_reading() must restart it.
   bool paused_ = false, parked_ = false;
+  // handed_over_ (mu_): the read chain has ended; read_now() reads from here on.
+  bool handed_over_ = false;
+  int poll_fd_ = -1;  // dup of the socket for wait_readable (mu_), closed with the stream
   std::uint64_t timer_gen_ = 0;
   std::string flush_reason_, close_reason_;
   // Read state (the read chain only).
   std::atomic<std::uint64_t> max_frame_bytes_;
   bool pause_after_frame_;
+  std::uint32_t hand_over_left_;
   std::unique_ptr<std::byte[]> rbuf_;
   std::size_t rlen_ = 0;
   bool have_header_ = false;
