@@ -2,7 +2,7 @@
 // cluster, each beside the same epoch's forward and backward alone on blocks built in memory.
 //
 //   bench_train [--model sage|gcn|gat] [--scale S] [--epochs E] [--runs R] [--figure NAME]
-//   [--cli PATH] [--keep DIR] [--json]
+//   [--variants 0|1] [--cli PATH] [--keep DIR] [--json]
 //
 // The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
 // symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
@@ -27,7 +27,22 @@
 //                          --epochs 1+E --hidden 256 --fanouts 10,25 --batch-size 1000 --json
 //                          --out RUN`: 2 loopback machines, each 1 server + 1 trainer (the
 //                          defaults), gloo all-reduce; epoch_s is trainer 0's, read from the
-//                          per-epoch JSON lines.
+//                          per-epoch JSON lines. Run with --cache-mb 0 (no row cache):
+//                          uniform sampling, float32 features, every remote row fetched.
+//   sage_epoch_dist_cache / _labor / _bf16 / _all  the same run with issue 20's fetch-less
+//                          policies: a 256 MiB row cache per machine (--cache-mb 256), LABOR
+//                          sampling (--sampler labor), bfloat16 features (the same METIS
+//                          partition written with feat_dtype bfloat16), all three together;
+//                          the plain run's bound (`bound / sage_epoch_dist_all` is the goal's
+//                          ratio). --variants 0 runs the plain figure only.
+//   remote_bytes_per_epoch one per variant (params.variant): the timed epochs' mean bytes
+//                          pulled from the other machine, summed over both trainers; bound
+//                          the plain run's bytes (ratio = plain / variant, higher is better).
+//   sage_epoch_dist_10gbit one per variant: a network model, compute_s + sample_s + each
+//                          trainer's remote bytes at 10 Gbit/s (no overlap), beside the same
+//                          compute bound.
+//   labor_input_nodes_ratio  LABOR's distinct input nodes per batch over uniform sampling's,
+//                          trainer 0's batches of the bound epoch (ratio = 1 / value).
 // Bound: the same epoch's batches (epoch 1: same seeds, keys and shuffle as the run, made
 // through the StandaloneCluster beforehand) as BlockTensors and feature tensors in memory,
 // then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
@@ -96,6 +111,7 @@ struct Args {
   std::string cli = DISTGRAPH_CLI;
   std::string keep;            ///< non-empty: write the dataset and partitions here and keep them
   std::string model = "sage";  ///< sage, gcn or gat
+  int variants = 1;            ///< 1: the dist figure's fetch-less variants too; 0: plain only
 };
 
 Args parse(int argc, char** argv) {
@@ -108,6 +124,7 @@ Args parse(int argc, char** argv) {
       .add("--cli", a.cli, "PATH")
       .add("--keep", a.keep, "DIR")
       .add("--model", a.model, "sage|gcn|gat")
+      .add("--variants", a.variants, 0, 1)
       .parse(argc, argv);
   return a;
 }
@@ -321,6 +338,7 @@ struct Bench {
   Args args;
   Reporter rep;
   fs::path dataset_dir{}, config{};
+  fs::path config_bf16{};  ///< the same partition with bfloat16 features (the variants')
   nlohmann::json params{};
   std::int64_t num_train = 0;
   std::vector<std::pair<std::string, distgraph::EpochRow>> shares{};  ///< printed at the end
@@ -386,10 +404,103 @@ void epoch_standalone(Bench& bench) {
                    "fwd+bwd_all_batches_t" + std::to_string(threads), params);
 }
 
+/// One distributed run of `distgraph train` on the bench's partition (`config`, else the
+/// float32 one) with `flags` added: its epoch rows (remote bytes and cache hit rate
+/// included) and its result line.
+struct DistRun {
+  std::vector<distgraph::EpochRow> rows;
+  nlohmann::json result;
+};
+DistRun run_dist(Bench& bench, const std::vector<std::string>& flags, const fs::path& config) {
+  const fs::path run = bench.dataset_dir.parent_path() / "run";
+  std::vector<std::string> argv = {bench.args.cli,
+                                   "train",
+                                   bench.dataset_dir.string(),
+                                   "--part-config",
+                                   config.string(),
+                                   "--parts",
+                                   "2",
+                                   "--epochs",
+                                   std::to_string(1 + bench.args.epochs),
+                                   "--hidden",
+                                   std::to_string(hidden),
+                                   "--fanouts",
+                                   "10,25",
+                                   "--batch-size",
+                                   std::to_string(batch_size),
+                                   "--model",
+                                   bench.args.model,
+                                   "--json",
+                                   "--out",
+                                   run.string()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::string command;
+  for (const auto& s : argv) command += (command.empty() ? "" : " ") + s;
+  bench.rep.note("running " + command);
+  DistRun out;
+  distgraph::Stopwatch clock;
+  const int status = distgraph::bench::run_lines(argv, [&](const std::string& line) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return;
+    if (j.contains("epoch_s"))
+      out.rows.push_back({.epoch = j["epoch"].get<std::int64_t>(),
+                          .loss = j["loss"].get<double>(),
+                          .epoch_s = j["epoch_s"].get<double>(),
+                          .sample_s = j["sample_s"].get<double>(),
+                          .fetch_s = j["fetch_s"].get<double>(),
+                          .compute_s = j["compute_s"].get<double>(),
+                          .allreduce_s = j["allreduce_s"].get<double>(),
+                          .remote_rows = j.value("remote_rows", std::int64_t{0}),
+                          .remote_bytes = j.value("remote_bytes", std::int64_t{0}),
+                          .cache_hit_rate = j.value("cache_hit_rate", 0.0)});
+    else if (j.contains("epoch_s_mean"))
+      out.result = j;
+  });
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      static_cast<std::int64_t>(out.rows.size()) != 1 + bench.args.epochs) {
+    throw std::runtime_error("`" + command + "` failed (wait status " + std::to_string(status) +
+                             ", " + std::to_string(out.rows.size()) + " epoch lines)");
+  }
+  bench.rep.note("dist run: " + std::to_string(out.rows.size()) + " epochs, whole command " +
+                 std::to_string(clock.seconds()) + " s; result " + out.result.dump());
+  return out;
+}
+
+/// Mean of the timed epochs' remote bytes (summed over trainers) and cache hit rate.
+std::pair<double, double> mean_traffic(const std::vector<distgraph::EpochRow>& rows) {
+  double bytes = 0, hits = 0, k = 0;
+  for (const auto& r : rows) {
+    if (r.epoch == rows.front().epoch) continue;
+    bytes += static_cast<double>(r.remote_bytes);
+    hits += r.cache_hit_rate;
+    ++k;
+  }
+  return {bytes / k, hits / k};
+}
+
+/// The fetch-less policies of issue 20, each a `distgraph train` variant of the plain run
+/// (uniform sampling, float32 features, no row cache).
+struct DistVariant {
+  const char* name;                ///< params' "variant"; the figure's suffix
+  std::vector<std::string> flags;  ///< added to the command line
+  bool bf16 = false;               ///< on the bfloat16 partition
+};
+const std::vector<DistVariant> dist_variants = {
+    {"plain", {"--cache-mb", "0"}},
+    {"cache", {"--cache-mb", "256"}},
+    {"labor", {"--sampler", "labor", "--cache-mb", "0"}},
+    {"bf16", {"--cache-mb", "0"}, true},
+    {"all", {"--sampler", "labor", "--cache-mb", "256"}, true},
+};
+
+/// 10 Gbit/s in bytes per second: the network model's link.
+constexpr double link_bytes_per_s = 10e9 / 8;
+
 void epoch_dist(Bench& bench) {
   // Trainer 0's batches, on the threads `distgraph train` gives a trainer.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / 2);
+  constexpr int trainers = 2;
   double bound = 0;
   std::size_t num_batches = 0;
   nlohmann::json sizes;
@@ -397,7 +508,7 @@ void epoch_dist(Bench& bench) {
     distgraph::StandaloneCluster<> cluster(bench.config);
     const distgraph::StandaloneGraph g = cluster.graph();
     const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
-    const auto batches = prebuilt_batches(g, train_all, 0, 2);
+    const auto batches = prebuilt_batches(g, train_all, 0, trainers);
     num_batches = batches.size();
     sizes = batch_sizes(batches);
     bound = forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
@@ -405,61 +516,91 @@ void epoch_dist(Bench& bench) {
   }
   bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
                  std::to_string(bound) + " s on " + std::to_string(threads) + " thread(s)");
-  const fs::path run = bench.dataset_dir.parent_path() / "run";
-  const std::vector<std::string> argv = {bench.args.cli,
-                                         "train",
-                                         bench.dataset_dir.string(),
-                                         "--part-config",
-                                         bench.config.string(),
-                                         "--parts",
-                                         "2",
-                                         "--epochs",
-                                         std::to_string(1 + bench.args.epochs),
-                                         "--hidden",
-                                         std::to_string(hidden),
-                                         "--fanouts",
-                                         "10,25",
-                                         "--batch-size",
-                                         std::to_string(batch_size),
-                                         "--model",
-                                         bench.args.model,
-                                         "--json",
-                                         "--out",
-                                         run.string()};
-  std::string command;
-  for (const auto& s : argv) command += (command.empty() ? "" : " ") + s;
-  bench.rep.note("running " + command);
-  std::vector<distgraph::EpochRow> rows;
-  nlohmann::json result;
-  distgraph::Stopwatch clock;
-  const int status = distgraph::bench::run_lines(argv, [&](const std::string& line) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return;
-    if (j.contains("epoch_s"))
-      rows.push_back({.epoch = j["epoch"].get<std::int64_t>(),
-                      .loss = j["loss"].get<double>(),
-                      .epoch_s = j["epoch_s"].get<double>(),
-                      .sample_s = j["sample_s"].get<double>(),
-                      .fetch_s = j["fetch_s"].get<double>(),
-                      .compute_s = j["compute_s"].get<double>(),
-                      .allreduce_s = j["allreduce_s"].get<double>()});
-    else if (j.contains("epoch_s_mean"))
-      result = j;
-  });
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      static_cast<std::int64_t>(rows.size()) != 1 + bench.args.epochs) {
-    throw std::runtime_error("`" + command + "` failed (wait status " + std::to_string(status) +
-                             ", " + std::to_string(rows.size()) + " epoch lines)");
+  const std::string bound_name = "fwd+bwd_trainer0_batches_t" + std::to_string(threads);
+  const std::string base = bench.args.model + "_epoch_dist";
+  double plain_bytes = 0;
+  for (const DistVariant& v : dist_variants) {
+    if (!bench.args.variants && std::string(v.name) != "plain") continue;
+    const DistRun r = run_dist(bench, v.flags, v.bf16 ? bench.config_bf16 : bench.config);
+    const auto [bytes, hit_rate] = mean_traffic(r.rows);
+    const bool plain = std::string(v.name) == "plain";
+    if (plain) plain_bytes = bytes;
+    nlohmann::json params = bench.params;
+    params["mode"] =
+        "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
+    params["variant"] = v.name;
+    params["flags"] = v.flags;
+    params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
+    params["trainer_threads"] = threads;
+    params["batch"] = sizes;
+    params["result"] = r.result;
+    params["remote_bytes_per_epoch"] = bytes;
+    params["cache_hit_rate"] = hit_rate;
+    add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, bound, bound_name, params);
+    if (!bench.args.variants) return;
+    // Bytes: lower is better, so they are reported as a time-like figure against the plain
+    // run's (ratio = plain / this).
+    bench.rep.add(Figure{.figure = "remote_bytes_per_epoch",
+                         .value = bytes,
+                         .unit = "B",
+                         .bound = plain_bytes,
+                         .bound_name = "plain_run_remote_bytes",
+                         .kind = Kind::time,
+                         .params = {{"variant", v.name},
+                                    {"cache_hit_rate", hit_rate},
+                                    {"summed_over_trainers", trainers}}});
+    // A network slower than loopback: the epoch's own work (compute and sampling) plus each
+    // trainer's share of the remote bytes at 10 Gbit/s, nothing overlapped.
+    const auto m = mean_row(r.rows);
+    const double modeled = m.compute_s + m.sample_s + bytes / trainers / link_bytes_per_s;
+    bench.rep.add(Figure{.figure = base + "_10gbit",
+                         .value = modeled,
+                         .unit = "s",
+                         .bound = bound,
+                         .bound_name = bound_name,
+                         .kind = Kind::time,
+                         .params = {{"variant", v.name},
+                                    {"model", "compute_s + sample_s + remote_bytes / trainers / "
+                                              "1.25e9 B/s"},
+                                    {"compute_s", m.compute_s},
+                                    {"sample_s", m.sample_s},
+                                    {"remote_bytes_per_trainer", bytes / trainers}}});
   }
-  bench.rep.note("dist run: " + std::to_string(rows.size()) + " epochs, whole command " +
-                 std::to_string(clock.seconds()) + " s; result " + result.dump());
-  nlohmann::json params = bench.params;
-  params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
-  params["trainer_threads"] = threads;
-  params["batch"] = sizes;
-  params["result"] = result;
-  add_epoch_figure(bench, bench.args.model + "_epoch_dist", rows, bound,
-                   "fwd+bwd_trainer0_batches_t" + std::to_string(threads), params);
+}
+
+/// LABOR's distinct input nodes per batch over uniform sampling's, on trainer 0's batches
+/// of the bound epoch (the same seeds and keys).
+void labor_input_nodes(Bench& bench) {
+  distgraph::StandaloneCluster<> cluster(bench.config);
+  const distgraph::StandaloneGraph g = cluster.graph();
+  const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
+  const distgraph::NodeClassificationOptions o;
+  const auto ids = distgraph::detail::train_share(g, train_all, o,
+                                                  {.rank = 0, .num_trainers = 2, .force_even = true});
+  double inputs[2] = {0, 0};
+  std::int64_t batches = 0;
+  for (int k = 0; k < 2; ++k) {
+    distgraph::NodeDataLoader loader(
+        g, ids, fanouts,
+        {.batch_size = batch_size,
+         .shuffle = true,
+         .seed = o.seed,
+         .rank = 0,
+         .num_prefetch_threads = 0,
+         .sampler = distgraph::SamplerSpec{k == 0 ? "uniform" : "labor", {}}});
+    batches = loader.num_batches();
+    for (std::int64_t b = 0; b < batches; ++b)
+      inputs[k] += static_cast<double>(loader.sample_input_nodes(bound_epoch, b).size());
+  }
+  bench.rep.add(Figure{.figure = "labor_input_nodes_ratio",
+                       .value = inputs[1] / inputs[0],
+                       .unit = "x",
+                       .bound = 1.0,
+                       .bound_name = "uniform_input_nodes",
+                       .kind = Kind::time,
+                       .params = {{"batches", batches},
+                                  {"uniform_input_nodes_per_batch", inputs[0] / batches},
+                                  {"labor_input_nodes_per_batch", inputs[1] / batches}}});
 }
 
 /// The shares of each figure's epoch, as a table (text mode; --json has them in params).
@@ -495,6 +636,7 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
       {standalone_name, epoch_standalone},
       {dist_name, epoch_dist},
+      {"labor_input_nodes_ratio", labor_input_nodes},
   };
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
                                            [&](const auto& f) { return f.first == args.figure; })) {
@@ -519,6 +661,13 @@ int main(int argc, char** argv) {
   distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition",
                                {.method = distgraph::PartMethod::metis, .seed = 0});
   bench.config = tmp.path / "partition" / (data.name + ".json");
+  if (args.variants != 0 && (args.figure.empty() || args.figure == dist_name)) {
+    distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition-bf16",
+                                 {.method = distgraph::PartMethod::metis,
+                                  .feat_dtype = distgraph::DType::bfloat16,
+                                  .seed = 0});
+    bench.config_bf16 = tmp.path / "partition-bf16" / (data.name + ".json");
+  }
   const double partition_s = clock.seconds();
   bench.num_train = data.num_train();
 

@@ -146,7 +146,7 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   std::getline(csv, line);
   CHECK(line ==
         "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-        "remote_rows,remote_bytes,cache_hit_rate");
+        "remote_rows,remote_bytes,cache_hit_rate,val_loss");
   int rows = 0;
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
@@ -154,7 +154,7 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
     std::vector<std::string> cells;
     std::istringstream cs(line);
     for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    REQUIRE(cells.size() == 12);
+    REQUIRE(cells.size() == 13);
     // Two machines: every epoch's batches need some rows of the other one (features of
     // at least 4 bytes each), unless the machine's cache holds them.
     const auto remote_rows = std::stoll(cells[9]);
@@ -415,6 +415,10 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--sampler", "weighted", "--out", o}), 2, "--sampler 'weighted'");
   check_one_line_error(train({"--task", "link", "--sampler", "labor", "--out", o}), 2,
                        "--sampler labor");
+  check_one_line_error(train({"--cache-mb", "-1", "--out", o}), 2, "--cache-mb");
+  // More than the machine's memory cannot be a cache in its shared memory.
+  check_one_line_error(train({"--cache-mb", "1000000000", "--out", o}), 2, "--cache-mb");
+  check_one_line_error(train({"--cache-policy", "lru", "--out", o}), 2, "--cache-policy 'lru'");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these
@@ -511,6 +515,102 @@ TEST_CASE("the guide's trainer program trains standalone and under distgraph lau
   CHECK(result["trainers"] == 2);
   CHECK(result["test"].get<double>() > 0.8);  // 8 SBM classes: chance is 0.125
   CHECK(read_json(tmp.path() / "alone" / "result.json")["mode"] == "standalone");
+}
+
+TEST_CASE("standalone and distributed training agree epoch by epoch when sampling is the same",
+          "[train][integration][quality]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  // Full neighbourhoods and no dropout: nothing random is left but the model's
+  // initialisation (broadcast from rank 0) and the shuffle of the seeds into batches, and
+  // one batch per trainer makes the shuffle irrelevant. Each epoch's loss is then a
+  // function of the previous epoch's averaged gradients: equal losses over 3 epochs mean
+  // equal weighting of the trainers' losses and gradients.
+  const std::vector<std::string> recipe = {"--epochs", "3", "--fanouts", "-1,-1", "--dropout", "0",
+                                           "--input-dropout", "0", "--batch-size", "1000",
+                                           "--json", "--cache-mb", "0"};
+  auto losses = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--out", (tmp.path() / name).string()};
+    args.insert(args.end(), recipe.begin(), recipe.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Run r = train(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::vector<double> out;
+    for (const auto& j : json_lines(r.output))
+      if (j.contains("loss")) out.push_back(j["loss"].get<double>());
+    REQUIRE(out.size() == 3);
+    return out;
+  };
+  const auto alone = losses("alone", {"--standalone"});
+  const auto two = losses("two", {});                      // 2 machines x 1 trainer
+  const auto four = losses("four", {"--trainers", "2"});   // 2 machines x 2 trainers
+  for (std::size_t e = 0; e < 3; ++e) {
+    INFO("epoch " << e << ": standalone " << alone[e] << ", 2x1 " << two[e] << ", 2x2 "
+                  << four[e]);
+    CHECK(std::abs(two[e] - alone[e]) <= 1e-5 * alone[e]);
+    CHECK(std::abs(four[e] - alone[e]) <= 1e-5 * alone[e]);
+  }
+  CHECK(alone[2] < alone[0]);  // it trained
+}
+
+/// Mean test metric of `distgraph train DATASET --part-config CONFIG FLAGS --seed S` over
+/// `seeds`, each on 2 loopback machines.
+double mean_test(const fs::path& dataset, const fs::path& config,
+                 const std::vector<std::string>& flags, const std::vector<int>& seeds,
+                 const fs::path& out) {
+  double sum = 0;
+  for (const int s : seeds) {
+    std::vector<std::string> args = {dataset.string(), "--part-config", config.string(),
+                                     "--seed", std::to_string(s), "--out",
+                                     (out / std::to_string(s)).string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const Run r = train(args, 300s);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    sum += read_json(out / std::to_string(s) / "result.json")["test"].get<double>();
+  }
+  return sum / static_cast<double>(seeds.size());
+}
+
+TEST_CASE("Cora with the row cache, LABOR and bfloat16 features together trains within a "
+          "point of the plain run",
+          "[train][integration][cache]") {
+  REQUIRE_TRAIN();
+  const fs::path cora = fs::path(DISTGRAPH_SHARED_DATA) / "cora";
+  if (!fs::exists(cora / "meta.json")) {
+    WARN("SKIPPED: " << cora.string() << " is absent");
+    return;
+  }
+  TempDir tmp;
+  // One METIS partition, written twice: float32 and bfloat16 features.
+  for (const char* dtype : {"f32", "bf16"}) {
+    ChildProcess p({DISTGRAPH_CLI, "partition", "--input", cora.string(), "--name", "cora",
+                    "--parts", "2", "--feat-dtype", dtype, "--out",
+                    (tmp.path() / dtype).string()});
+    const auto st = p.wait(120s);
+    INFO(p.output());
+    REQUIRE((st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0));
+  }
+  const std::vector<int> seeds{0, 1, 2};
+  const double plain = mean_test(cora, tmp.path() / "f32" / "cora.json",
+                                 {"--cache-mb", "0"}, seeds, tmp.path() / "plain");
+  const double all = mean_test(cora, tmp.path() / "bf16" / "cora.json",
+                               {"--cache-mb", "64", "--sampler", "labor"}, seeds,
+                               tmp.path() / "all");
+  INFO("plain " << plain << ", cache + labor + bf16 " << all);
+  CHECK(plain > 0.75);
+  CHECK(std::abs(all - plain) <= 0.01);
+  // The cached run did use its cache.
+  std::ifstream csv(tmp.path() / "all" / "0" / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);
+  REQUIRE(std::getline(csv, line));
+  std::vector<std::string> cells;
+  std::istringstream cs(line);
+  for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+  REQUIRE(cells.size() == 13);
+  CHECK(std::stod(cells[11]) > 0.5);  // cache_hit_rate
 }
 
 #endif

@@ -217,7 +217,8 @@ nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
           {"allreduce_s", r.allreduce_s},
           {"remote_rows", r.remote_rows},
           {"remote_bytes", r.remote_bytes},
-          {"cache_hit_rate", r.cache_hit_rate}};
+          {"cache_hit_rate", r.cache_hit_rate},
+          {"val_loss", r.val_loss}};
 }
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
@@ -246,11 +247,15 @@ void print_result(const nlohmann::json& result, bool json) {
   if (json) {
     std::printf("%s\n", result.dump().c_str());
   } else {
+    std::string selected;
+    if (result.contains("best_epoch"))
+      selected = " of the model of epoch " + std::to_string(result["best_epoch"].get<long long>() + 1) +
+                 " (best validation)";
     std::printf(
-        "test %s %.4f (validation %.4f) after %lld epochs, %.3f s per epoch; %s, %lld "
+        "test %s %.4f (validation %.4f)%s after %lld epochs, %.3f s per epoch; %s, %lld "
         "part(s), %lld trainer(s), seed %llu\n",
         result["metric"].get<std::string>().c_str(), result["test"].get<double>(),
-        result["val"].get<double>(), result["epochs"].get<long long>(),
+        result["val"].get<double>(), selected.c_str(), result["epochs"].get<long long>(),
         result["epoch_s_mean"].get<double>(), result["mode"].get<std::string>().c_str(),
         result["parts"].get<long long>(), result["trainers"].get<long long>(),
         result["seed"].get<unsigned long long>());

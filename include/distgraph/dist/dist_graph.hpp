@@ -51,6 +51,7 @@ class BasicDistGraph {
   using client_type = KVClient<book_type, transport_type, storage_type>;
   template <class V>
   using tensor_type = DistTensor<V, client_type>;
+  using raw_tensor_type = RawDistTensor<client_type>;
 
   explicit BasicDistGraph(std::shared_ptr<client_type> client,
                           std::shared_ptr<const Partition> local = nullptr)
@@ -114,6 +115,14 @@ class BasicDistGraph {
                            std::forward<RankCandidates>(rank_candidates));
   }
 
+  /// Node (edge) data `name` in whatever dtype it is stored, as raw rows (e.g. features
+  /// partitioned with --feat-dtype). Throws NotFound.
+  raw_tensor_type raw_ndata(const std::string& name) const {
+    return raw_tensor_type::open(client_, node_data_name(name), RowKind::node);
+  }
+  raw_tensor_type raw_edata(const std::string& name) const {
+    return raw_tensor_type::open(client_, edge_data_name(name), RowKind::edge);
+  }
   /// Creates node data `name` (collective, see DistTensor::create).
   template <class V>
   tensor_type<V> create_ndata(const std::string& name, std::int64_t cols, InitSpec init = {}) {
@@ -166,6 +175,11 @@ class BasicDistGraph {
     template <class V>
     tensor_type<V> data(const std::string& name) const {
       return tensor_type<V>::open(graph_.client_, data_name(name), kind_);
+    }
+    /// Data `name` of this type in whatever dtype it is stored (see raw_ndata). Throws
+    /// NotFound.
+    raw_tensor_type raw_data(const std::string& name) const {
+      return raw_tensor_type::open(graph_.client_, data_name(name), kind_);
     }
     /// Creates data `name` of this type, one row per node (edge) of it (collective).
     template <class V>

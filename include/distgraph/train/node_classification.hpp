@@ -26,11 +26,13 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/dist/node_split.hpp"
 #include "distgraph/dist/row_cache.hpp"
+#include "distgraph/partition/load_partition.hpp"
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/train/checkpoint.hpp"
@@ -615,7 +617,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   std::int64_t emb_dim = o.embedding_dim;
   if (emb_dim < 1) {
     try {
-      res.feat_dim = g.template ndata<float>(o.feature).num_cols();
+      res.feat_dim = detail::open_feature(g, o.feature).num_cols();
     } catch (const NotFound&) {
       emb_dim = o.hidden;  // a graph without features learns its inputs
     }
@@ -677,8 +679,18 @@ NodeClassificationResult train_node_classification(const Graph& g,
   const auto identity =
       detail::run_identity("node_classification", g, o.aggregator, o.fanouts.size(), o.hidden,
                            res.feat_dim, o.seed, model_keys);
+  // Model selection: the epoch with the best validation metric (the first of equals) is
+  // the run's model; its state stays in memory on every trainer and, on rank 0, in
+  // out/best.pt. Not with a learned input embedding: its rows on the servers move on
+  // every epoch, so the last epoch is the model then (as without a validation set).
+  const bool select = !val_all.empty() && emb_dim == 0;
+  std::int64_t best_epoch = -1;
+  double best_val = -1;
+  std::string best_bytes;  ///< the best epoch's checkpoint, when this process trained it
   if (o.resume) {
     CheckpointReader ckpt = detail::resume_run(trainer, identity, o.out, rank, res);
+    best_epoch = ckpt.meta().value("best_epoch", std::int64_t{-1});
+    best_val = ckpt.meta().value("best_val", -1.0);
     // Rank 0 has the servers load their rows back while the others wait.
     if (rank == 0) emb_ckpt.restore(ckpt.meta(), ckpt.path());
     if (emb) g.client().barrier("distgraph:resume " + o.embedding_name);
@@ -700,8 +712,17 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                 static_cast<double>(after.cached_rows - before.cached_rows)};
     if (group) traffic = all_reduce_sum(*group, traffic, o.collective_timeout);
     metric = st.metric;
-    val = trainer.evaluate(val_loader, e, metric).value;
+    const EvalResult v = trainer.evaluate(val_loader, e, metric);
+    val = v.value;
     epoch_s_sum += st.epoch_s;
+    if (select && val > best_val) {
+      best_val = val;
+      best_epoch = e;
+      best_bytes = checkpoint_bytes(*trainer.model(), trainer.optimizer(),
+                                    {{"run", identity}, {"epochs_done", e + 1}, {"best_epoch", e}});
+      // Before checkpoint.pt names it: a crash in between leaves the previous pair intact.
+      if (rank == 0 && !o.out.empty()) write_checkpoint_file(o.out / "best.pt", best_bytes);
+    }
     const EpochRow row{.epoch = e,
                        .loss = st.loss,
                        .train_metric = st.train_metric,
@@ -713,10 +734,17 @@ NodeClassificationResult train_node_classification(const Graph& g,
                        .allreduce_s = st.allreduce_s,
                        .remote_rows = static_cast<std::int64_t>(traffic[0]),
                        .remote_bytes = static_cast<std::int64_t>(traffic[1]),
-                       .cache_hit_rate = traffic[2] > 0 ? traffic[2] / (traffic[0] + traffic[2]) : 0.0};
+                       .cache_hit_rate = traffic[2] > 0 ? traffic[2] / (traffic[0] + traffic[2]) : 0.0,
+                       .val_loss = v.loss};
     if (rank == 0) {
       detail::publish_epoch(
-          res, row, metric, o.out, trainer, identity, [&] { return emb_ckpt.save(e + 1); },
+          res, row, metric, o.out, trainer, identity,
+          [&] {
+            nlohmann::json meta = emb_ckpt.save(e + 1);
+            meta["best_epoch"] = best_epoch;
+            meta["best_val"] = best_val;
+            return meta;
+          },
           on_epoch);
       if (!o.out.empty()) emb_ckpt.committed();
     }
@@ -726,6 +754,19 @@ NodeClassificationResult train_node_classification(const Graph& g,
       metric = res.num_classes == 2 ? Metric::roc_auc : Metric::accuracy;
     val = trainer.evaluate(val_loader, o.epochs, metric).value;
   }
+  // The selected model, unless it is the one trained last. A best epoch from before a
+  // resume is in rank 0's best.pt, which every trainer then receives.
+  if (select && best_epoch >= 0 && best_epoch != o.epochs - 1) {
+    if (best_bytes.empty())
+      detail::read_checkpoint_for(o.out / "best.pt", identity, rank, trainer.group(),
+                                  trainer.collective_timeout())
+          .load(*trainer.model(), trainer.optimizer());
+    else
+      CheckpointReader(best_bytes, "best epoch " + std::to_string(best_epoch))
+          .load(*trainer.model(), trainer.optimizer());
+    val = best_val;
+  }
+  res.extra["best_epoch"] = select && best_epoch >= 0 ? best_epoch : o.epochs - 1;
   res.metric = metric;
   res.val = val;
   res.test = trainer.evaluate(test_loader, o.epochs, metric).value;

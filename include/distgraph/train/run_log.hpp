@@ -28,16 +28,22 @@ struct EpochRow {
   /// Of the rows the epoch's training batches wanted from other machines, the fraction the
   /// machines' row caches served (0 without a cache).
   double cache_hit_rate = 0;
+  /// Mean cross-entropy of the validation nodes after the epoch (0 without a validation set).
+  double val_loss = 0;
 };
 
 /// The header of metrics.csv (users' scripts parse it: never rename a column; new ones
 /// go at the end).
 inline constexpr const char* metrics_csv_header =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-    "remote_rows,remote_bytes,cache_hit_rate";
+    "remote_rows,remote_bytes,cache_hit_rate,val_loss";
 /// The header before remote_rows and remote_bytes: such files still resume.
 inline constexpr const char* metrics_csv_header_v1 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s";
+/// The header before val_loss: such files still resume.
+inline constexpr const char* metrics_csv_header_v3 =
+    "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
+    "remote_rows,remote_bytes,cache_hit_rate";
 /// The header before cache_hit_rate: such files still resume.
 inline constexpr const char* metrics_csv_header_v2 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
@@ -65,11 +71,11 @@ inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
   char line[512];
   for (const auto& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%.6f\n",
+                  "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%.6f,%.6f\n",
                   static_cast<long long>(r.epoch), r.loss, r.train_metric, r.val_metric, r.epoch_s,
                   r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
                   static_cast<long long>(r.remote_rows), static_cast<long long>(r.remote_bytes),
-                  r.cache_hit_rate);
+                  r.cache_hit_rate, r.val_loss);
     s << line;
   }
   return s.str();
@@ -80,10 +86,14 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
   std::ifstream in(path);
   if (!in) throw IoError(path.string(), "cannot read");
   std::string line;
-  if (!std::getline(in, line) || (line != metrics_csv_header && line != metrics_csv_header_v1 &&
-                                  line != metrics_csv_header_v2))
-    throw FormatError(path.string(), "first line is not the metrics header");
-  const int columns = line == metrics_csv_header ? 12 : line == metrics_csv_header_v2 ? 11 : 9;
+  const char* const headers[] = {metrics_csv_header_v1, metrics_csv_header_v2,
+                                 metrics_csv_header_v3, metrics_csv_header};
+  const int widths[] = {9, 11, 12, 13};
+  int columns = 0;
+  if (std::getline(in, line))
+    for (int i = 0; i < 4; ++i)
+      if (line == headers[i]) columns = widths[i];
+  if (columns == 0) throw FormatError(path.string(), "first line is not the metrics header");
   std::vector<EpochRow> rows;
   int no = 1;
   while (std::getline(in, line)) {
@@ -91,10 +101,10 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
     if (line.empty()) continue;
     EpochRow r;
     long long e = 0, remote_rows = 0, remote_bytes = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld,%lf", &e,
+    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld,%lf,%lf", &e,
                     &r.loss, &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s, &r.fetch_s,
-                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes,
-                    &r.cache_hit_rate) != columns)
+                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes, &r.cache_hit_rate,
+                    &r.val_loss) != columns)
       throw FormatError(path.string() + ":" + std::to_string(no),
                         "expected " + std::to_string(columns) + " numbers");
     r.epoch = e;

@@ -83,6 +83,7 @@ struct EvalResult {
   Metric metric = Metric::accuracy;
   double value = 0;            ///< accuracy or ROC-AUC, a fraction in [0, 1]
   std::int64_t num_nodes = 0;  ///< output nodes evaluated, over all trainers
+  double loss = 0;             ///< mean cross-entropy per evaluated node, over all trainers
 };
 
 namespace detail {
@@ -95,6 +96,8 @@ class MetricAccumulator {
   /// Adds one batch's logits [n, classes] and labels [n] (any device).
   void add(const torch::Tensor& logits, const torch::Tensor& labels) {
     classes_ = logits.size(1);
+    // Summed, so that trainers with different node counts weigh each node equally.
+    loss_ += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     correct_ += logits.argmax(1).eq(labels).sum().item<double>();
     total_ += static_cast<double>(labels.size(0));
     if (classes_ == 2) {
@@ -113,9 +116,10 @@ class MetricAccumulator {
     }
     EvalResult r;
     r.metric = metric;
+    std::vector<double> sums{correct_, total_, loss_};
+    if (group != nullptr) sums = all_reduce_sum(*group, sums, timeout);
+    r.loss = sums[1] > 0 ? sums[2] / sums[1] : 0.0;
     if (metric == Metric::accuracy) {
-      std::vector<double> sums{correct_, total_};
-      if (group != nullptr) sums = all_reduce_sum(*group, sums, timeout);
       r.num_nodes = static_cast<std::int64_t>(sums[1]);
       r.value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
       return r;
@@ -139,7 +143,7 @@ class MetricAccumulator {
 
  private:
   std::int64_t classes_ = -1;
-  double correct_ = 0, total_ = 0;
+  double correct_ = 0, total_ = 0, loss_ = 0;
   std::vector<torch::Tensor> scores_, labels_;
 };
 

@@ -1,0 +1,110 @@
+// Model selection in train_node_classification: the run's model is the epoch with the best
+// validation metric, restored for the test metric, kept in out/best.pt, and found again
+// after a resume; every epoch reports its validation loss.
+#include <torch/types.h>  // before Catch: c10's logging defines a CHECK that Catch's replaces
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "distgraph/dist/standalone.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/train/checkpoint.hpp"
+#include "distgraph/train/node_classification.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace distgraph;
+using distgraph::test::TempDir;
+
+namespace {
+
+/// A small SBM graph whose few training nodes a wide model overfits: validation peaks
+/// before the last epoch.
+struct Setup {
+  TempDir dir;
+  NodeClassificationOptions o;
+  Setup() {
+    SbmOptions so;
+    so.num_nodes = 400;
+    so.num_classes = 4;
+    so.avg_degree = 5;
+    so.feat_dim = 16;
+    so.feature_noise = 3.0;
+    so.seed = 11;
+    partition_dataset(sbm_dataset(so), "g", 2, dir.path(), {.method = PartMethod::metis, .seed = 2});
+    o.epochs = 12;
+    o.hidden = 64;
+    o.fanouts = {5, 5};
+    o.batch_size = 16;
+    o.lr = 0.05;
+    o.dropout = o.input_dropout = 0.0;
+    o.seed = 3;
+    o.num_prefetch_threads = 0;
+    o.cache_mb = 0;
+  }
+  NodeClassificationResult run(const std::filesystem::path& out, std::int64_t epochs,
+                               bool resume = false) {
+    StandaloneCluster<> cluster(dir / "g.json");
+    NodeClassificationOptions r = o;
+    r.epochs = epochs;
+    r.out = out;
+    r.resume = resume;
+    return train_node_classification(cluster.graph(), r);
+  }
+};
+
+std::int64_t first_best(const NodeClassificationResult& r) {
+  std::int64_t best = 0;
+  for (std::size_t e = 0; e < r.rows.size(); ++e)
+    if (r.rows[e].val_metric > r.rows[static_cast<std::size_t>(best)].val_metric)
+      best = static_cast<std::int64_t>(e);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the run's model is its best validation epoch's, restored for the test metric",
+          "[train][selection]") {
+  Setup s;
+  TempDir out;
+  const auto res = s.run(out / "all", s.o.epochs);
+  REQUIRE(res.rows.size() == static_cast<std::size_t>(s.o.epochs));
+  const std::int64_t best = first_best(res);
+  INFO("best validation at epoch " << best);
+  // The scenario overfits, so the restore path is what is tested.
+  REQUIRE(best < s.o.epochs - 1);
+  CHECK(res.extra["best_epoch"].get<std::int64_t>() == best);
+  CHECK(res.val == res.rows[static_cast<std::size_t>(best)].val_metric);
+  for (const auto& r : res.rows) CHECK(r.val_loss > 0);
+  // result.json and best.pt say the same.
+  std::ifstream rj(out / "all" / "result.json");
+  REQUIRE(rj);
+  CHECK(nlohmann::json::parse(rj)["best_epoch"].get<std::int64_t>() == best);
+  const CheckpointReader bp(read_checkpoint_file(out / "all" / "best.pt"), "best.pt");
+  CHECK(bp.meta()["best_epoch"].get<std::int64_t>() == best);
+
+  // Training stopped at the best epoch ends with that very model (training is
+  // deterministic here): the same test metric, so the longer run restored it.
+  const auto shorter = s.run(out / "short", best + 1);
+  CHECK(shorter.extra["best_epoch"].get<std::int64_t>() == best);
+  CHECK(shorter.test == res.test);
+}
+
+TEST_CASE("a resumed run selects the same epoch, also one from before the resume",
+          "[train][selection]") {
+  Setup s;
+  TempDir out;
+  const auto whole = s.run(out / "whole", s.o.epochs);
+  const std::int64_t best = whole.extra["best_epoch"].get<std::int64_t>();
+  // Stop after the best epoch, then resume to the end: the best model is then only in
+  // best.pt on disk.
+  s.run(out / "split", best + 1);
+  const auto resumed = s.run(out / "split", s.o.epochs, true);
+  CHECK(resumed.extra["best_epoch"].get<std::int64_t>() == best);
+  CHECK(resumed.val == whole.val);
+  CHECK(resumed.test == whole.test);
+}
