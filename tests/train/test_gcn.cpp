@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "distgraph/train/gcn.hpp"
+#include "support/dense_block.hpp"
 
 using namespace distgraph;
+using distgraph::test::dense_adjacency;
 
 namespace {
 
@@ -32,16 +34,6 @@ Block random_block(std::int64_t num_src, std::int64_t num_dst, std::uint32_t see
     b.indptr.push_back(static_cast<std::int64_t>(b.indices.size()));
   }
   return b;
-}
-
-/// Dense [num_dst, num_src] edge counts of `b`.
-torch::Tensor dense_adjacency(const Block& b) {
-  auto a = torch::zeros({b.num_dst, b.num_src()}, torch::kDouble);
-  for (std::int64_t i = 0; i < b.num_dst; ++i)
-    for (auto k = b.indptr[static_cast<std::size_t>(i)];
-         k < b.indptr[static_cast<std::size_t>(i) + 1]; ++k)
-      a[i][b.indices[static_cast<std::size_t>(k)]] += 1.0;
-  return a;
 }
 
 /// D_dst^-1/2 (A + I) D_src^-1/2 for block adjacency `a` (I on the destination columns),

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "distgraph/torch.hpp"
+#include "support/dense_block.hpp"
 
 using namespace distgraph;
+using distgraph::test::dense_adjacency;
 
 namespace {
 
@@ -26,16 +28,6 @@ Block small_block() {
   b.indices = {0, 4, 5, 5, 5, 6, 1, 2, 4};
   b.eid = {100, 101, 102, 103, 104, 105, 106, 107, 108};
   return b;
-}
-
-/// Dense [num_dst, num_src] edge counts of `b`.
-torch::Tensor dense_adjacency(const Block& b) {
-  auto a = torch::zeros({b.num_dst, b.num_src()}, torch::kDouble);
-  for (std::int64_t i = 0; i < b.num_dst; ++i)
-    for (auto k = b.indptr[static_cast<std::size_t>(i)];
-         k < b.indptr[static_cast<std::size_t>(i) + 1]; ++k)
-      a[i][b.indices[static_cast<std::size_t>(k)]] += 1.0;
-  return a;
 }
 
 /// The same layer written with dense matrices (DGL's formulas).
