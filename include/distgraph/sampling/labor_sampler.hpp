@@ -1,6 +1,7 @@
 // LaborSampler: layer-neighbour (LABOR-0) sampling, one random variate per source node.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -75,10 +76,20 @@ class LaborSampler {
       // order; the hub rows this scans are what makes LABOR O(d) (PERFORMANCE.md).
       const double p = static_cast<double>(fanout) / static_cast<double>(degree);
       const std::size_t before = picks.positions.size();
-      if (fanout > 0)
-        for (std::int64_t i = begin; i < begin + degree; ++i)
-          if (variate_at(base, g.global_node(g.indices[static_cast<std::size_t>(i)])) < p)
-            picks.positions.push_back(i);
+      if (fanout > 0) {
+        // r_u < p exactly when r_u's 53 bits are below ceil(p * 2^53) (scaling by 2^53 is
+        // exact): an integer compare per edge. The neighbours' global IDs are random reads
+        // into node_ids, fetched ahead of use.
+        const auto limit = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
+        const std::int64_t* row = g.indices.data() + begin;
+        const std::int64_t* ids = g.node_ids.empty() ? nullptr : g.node_ids.data();
+        constexpr std::int64_t ahead = 16;
+        for (std::int64_t i = 0; i < degree; ++i) {
+          if (ids != nullptr && i + ahead < degree) __builtin_prefetch(ids + row[i + ahead]);
+          const std::int64_t u = ids != nullptr ? ids[row[i]] : row[i];
+          if (bits_at(base, u) < limit) picks.positions.push_back(begin + i);
+        }
+      }
       picks.counts.push_back(static_cast<std::int64_t>(picks.positions.size() - before));
     }
   }
@@ -89,10 +100,13 @@ class LaborSampler {
   static constexpr std::uint64_t stream_base(std::uint64_t key_hash) noexcept {
     return detail::mix64(key_hash ^ 0x6C61626F72303030ull);  // "labor000"
   }
+  /// The 53 random bits behind node `node`'s variate: variate = bits * 2^-53.
+  static constexpr std::uint64_t bits_at(std::uint64_t base, std::int64_t node) noexcept {
+    return detail::mix64(base + (static_cast<std::uint64_t>(node) + 1) * detail::golden_gamma) >>
+           11;
+  }
   static constexpr double variate_at(std::uint64_t base, std::int64_t node) noexcept {
-    const std::uint64_t z =
-        detail::mix64(base + (static_cast<std::uint64_t>(node) + 1) * detail::golden_gamma);
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
+    return static_cast<double>(bits_at(base, node)) * 0x1.0p-53;
   }
 };
 
