@@ -245,8 +245,10 @@ class KVClient {
     pull_rows(name, kind, global_ids, out, row_bytes, false);
   }
 
+  /// pull() and pull_uncached(): `via_cache` serves cached rows from the machine's cache
+  /// and counts what crosses to other machines in remote_traffic().
   void pull_rows(const std::string& name, RowKind kind, std::span<const std::int64_t> global_ids,
-                 std::span<std::byte> out, std::size_t row_bytes, bool cached) {
+                 std::span<std::byte> out, std::size_t row_bytes, bool via_cache) {
     if (out.size() != global_ids.size() * row_bytes)
       throw ShapeError("pull '" + name + "'", std::to_string(out.size()) +
                                                   " output bytes; expected " +
@@ -260,14 +262,14 @@ class KVClient {
       colocated_->read_rows(name, local, out);
       return;
     }
-    const auto cache = cached ? row_cache(name) : nullptr;
+    const auto cache = via_cache ? row_cache(name) : nullptr;
     if (cache && cache->row_bytes() != row_bytes)
       throw ShapeError("pull '" + name + "'", std::to_string(row_bytes) +
                                                   " bytes per row; the tensor has " +
                                                   std::to_string(cache->row_bytes()));
     std::vector<PendingCall> calls(g.parts.size());
     // Where the rows sent to group k go when the cache took some of them (else: all of
-    // the group's positions, in g.order).
+    // the group's positions, g.positions(k)).
     std::vector<std::vector<std::size_t>> sent_at(g.parts.size());
     std::vector<std::int64_t> hit_slots;
     std::vector<std::size_t> hit_at;
@@ -277,8 +279,9 @@ class KVClient {
       if (cache && g.parts[k] != layout_.machine_id) {
         std::vector<std::int64_t> miss;
         std::vector<std::size_t> miss_at;
+        const auto positions = g.positions(k);
         for (std::size_t i = 0; i < ids.size(); ++i) {
-          const std::size_t at = g.order[g.offsets[k] + i];
+          const std::size_t at = positions[i];
           if (const auto slot = cache->slot(ids[i]); slot >= 0) {
             hit_slots.push_back(slot);
             hit_at.push_back(at);
@@ -304,9 +307,7 @@ class KVClient {
       const auto gids = g.ids_of(k, global_ids);
       std::vector<std::int64_t> local(gids.size());
       to_local(kind, name, gids, local);
-      read_rows_into(*colocated_, name, local,
-                     std::span<const std::size_t>(g.order).subspan(g.offsets[k], g.count(k)), out,
-                     row_bytes);
+      read_rows_into(*colocated_, name, local, g.positions(k), out, row_bytes);
     }
     if (!hit_slots.empty()) {
       cache->read(hit_slots, hit_at, out);
@@ -316,22 +317,19 @@ class KVClient {
                                        std::memory_order_relaxed);
     }
     collect(calls, g, "pull '" + name + "'", [&](std::size_t k, const Reply& r) {
-      const bool split = !sent_at[k].empty();
-      const std::size_t rows = split ? sent_at[k].size() : g.count(k);
+      const std::span<const std::size_t> at =
+          sent_at[k].empty() ? g.positions(k) : std::span<const std::size_t>(sent_at[k]);
+      const std::size_t rows = at.size();
       const std::size_t want = rows * row_bytes;
       if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
         throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
                             ": reply of the wrong size; expected " + std::to_string(want) +
                             " bytes");
-      const std::byte* src = r.body.parts[0].data();
-      if (split)
-        for (std::size_t i = 0; i < rows; ++i)
-          std::memcpy(out.data() + sent_at[k][i] * row_bytes, src + i * row_bytes, row_bytes);
-      else if (g.parts.size() == 1)
-        std::memcpy(out.data(), src, want);  // request order already
+      if (g.parts.size() == 1 && sent_at[k].empty())
+        std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
       else
-        g.scatter(k, r.body.parts[0], out, row_bytes);
-      if (cached && g.parts[k] != layout_.machine_id) {
+        scatter_rows(r.body.parts[0], at, out, row_bytes);
+      if (via_cache && g.parts[k] != layout_.machine_id) {
         traffic_->rows.fetch_add(static_cast<std::int64_t>(rows), std::memory_order_relaxed);
         traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
       }
@@ -452,11 +450,9 @@ class KVClient {
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = all[order[offsets[k] + i]];
       return v;
     }
-    void scatter(std::size_t k, std::span<const std::byte> rows, std::span<std::byte> out,
-                 std::size_t row_bytes) const {
-      for (std::size_t i = 0; i < count(k); ++i)
-        std::memcpy(out.data() + order[offsets[k] + i] * row_bytes, rows.data() + i * row_bytes,
-                    row_bytes);
+    /// The request positions of group k's IDs, in the order they are sent.
+    std::span<const std::size_t> positions(std::size_t k) const {
+      return std::span<const std::size_t>(order).subspan(offsets[k], count(k));
     }
     std::vector<std::byte> gather(std::size_t k, std::span<const std::byte> rows,
                                   std::size_t row_bytes) const {

@@ -143,7 +143,8 @@ RowCacheStats build_row_cache(Client& client, const std::string& tensor, RowKind
   // Exactly one trainer per machine creates the claim (Storage::create returns true once).
   st.filled_here = storage && storage->create(TensorSpec{claim, DType::int64, 1, 1});
   if (st.filled_here) {
-    const std::size_t rb = storage->spec(tensor).row_bytes();
+    TensorSpec rows_spec = storage->spec(tensor);
+    const std::size_t rb = rows_spec.row_bytes();
     const std::vector<std::int64_t> ranked = rank_candidates();
     std::vector<std::int32_t> owner(ranked.size());
     if (kind == RowKind::node)
@@ -166,7 +167,6 @@ RowCacheStats build_row_cache(Client& client, const std::string& tensor, RowKind
       client.pull_uncached(tensor, kind, std::span(ids).subspan(at, n),
                            std::span(rows).subspan(at * rb, n * rb), rb);
     }
-    TensorSpec rows_spec = storage->spec(tensor);
     rows_spec.name = row_cache_rows_name(tensor);
     rows_spec.rows = static_cast<std::int64_t>(ids.size());
     storage->remove(row_cache_ids_name(tensor));

@@ -14,6 +14,15 @@
 
 namespace distgraph {
 
+/// Copies row i of `rows` (rows of `row_bytes`) into row slot at[i] of `out`: the scatter
+/// of rows that arrive grouped (by owner, by source) back into request order. The caller
+/// guarantees every slot lies inside `out`.
+inline void scatter_rows(std::span<const std::byte> rows, std::span<const std::size_t> at,
+                         std::span<std::byte> out, std::size_t row_bytes) noexcept {
+  for (std::size_t i = 0; i < at.size(); ++i)
+    std::memcpy(out.data() + at[i] * row_bytes, rows.data() + i * row_bytes, row_bytes);
+}
+
 /// Copies row rows[i] of tensor `name` in `s` into row slot at[i] of `out` (rows of
 /// `row_bytes`): in one copy when S has read_rows_at (ScatterReadStorage), else through a
 /// temporary buffer and a scatter. Throws what the storage throws (nothing copied).
@@ -35,8 +44,7 @@ void read_rows_into(const S& s, std::string_view name, std::span<const std::int6
                            static_cast<std::int64_t>(a), 0, static_cast<std::int64_t>(slots));
     std::vector<std::byte> tmp(rows.size() * row_bytes);
     s.read_rows(name, rows, tmp);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      std::memcpy(out.data() + at[i] * row_bytes, tmp.data() + i * row_bytes, row_bytes);
+    scatter_rows(tmp, at, out, row_bytes);
   }
 }
 
