@@ -133,7 +133,17 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   CHECK(result["parts"] == 2);
   CHECK(result["trainers"] == 2);
   CHECK(result["metric"] == "accuracy");
-  CHECK(result["epochs"] == 50);
+  // At most 200 epochs; early stopping ends the run once the best validation epoch is
+  // `patience` epochs old (one batch per trainer and epoch here: 100 epochs).
+  const auto epochs = result["epochs"].get<std::int64_t>();
+  const auto best = result["best_epoch"].get<std::int64_t>();
+  CHECK(result["patience"] == 100);
+  CHECK(epochs <= 200);
+  CHECK(best < epochs);
+  if (result["stopped_early"].get<bool>())
+    CHECK(epochs - 1 - best == 100);
+  else
+    CHECK(epochs == 200);
   CHECK(result["seed"] == 0);
   // 8 classes (chance 0.125); 80% of a node's edges stay in its class and its features
   // are a noisy class centroid, so two mean-aggregating layers separate the classes.
@@ -165,13 +175,14 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
     CHECK((remote_rows > 0 || hit_rate == 1));
     CHECK(remote_bytes >= 4 * remote_rows);
   }
-  CHECK(rows == 50);
+  CHECK(rows == epochs);
   const auto svg = read_text(out / "curves.svg");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("polyline") != std::string::npos);
   // Each trainer reported itself; the all-reduce ran (two trainers); nothing is left.
   CHECK(r.output.find("[trainer 1.0] trainer 1 of 2") != std::string::npos);
-  CHECK(r.output.find("[trainer 0.0] epoch 50/50") != std::string::npos);
+  CHECK(r.output.find("[trainer 0.0] epoch " + std::to_string(epochs) + "/200") !=
+        std::string::npos);
   CHECK(none_left(out.string(), 10s));
 }
 
@@ -299,7 +310,7 @@ TEST_CASE("learned node embeddings replace features, on the servers, which save 
   TempDir tmp;
   // Distributed: two trainers' SparseAdam steps land on the servers' embedding rows.
   const fs::path dist = tmp.path() / "dist";
-  const Run r = train({"--embedding-dim", "32", "--out", dist.string()});
+  const Run r = train({"--embedding-dim", "32", "--epochs", "50", "--out", dist.string()});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto result = read_json(dist / "result.json");
@@ -419,6 +430,13 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   // More than the machine's memory cannot be a cache in its shared memory.
   check_one_line_error(train({"--cache-mb", "1000000000", "--out", o}), 2, "--cache-mb");
   check_one_line_error(train({"--cache-policy", "lru", "--out", o}), 2, "--cache-policy 'lru'");
+  check_one_line_error(train({"--model", "gin", "--out", o}), 2, "--model 'gin'");
+  check_one_line_error(train({"--model", "gat", "--heads", "5", "--out", o}), 2,
+                       "--heads 5 does not divide --hidden 64");
+  check_one_line_error(train({"--heads", "4", "--out", o}), 2, "--heads");
+  check_one_line_error(train({"--patience", "-2", "--out", o}), 2, "--patience");
+  check_one_line_error(train({"--task", "link", "--patience", "5", "--out", o}), 2,
+                       "--patience");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these
@@ -438,6 +456,9 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(
       train({"--standalone", "--epochs", "3", "--hidden", "32", "--resume", "--out", o}), 1,
       "hidden");
+  check_one_line_error(
+      train({"--standalone", "--epochs", "3", "--model", "gcn", "--resume", "--out", o}), 1,
+      "model");
   const fs::path other = tmp.path() / "other";
   distgraph::write_dataset(other, distgraph::sbm_dataset({.num_nodes = 500, .seed = 2}));
   const auto config = (out / "partition" / "sbm.json").string();

@@ -108,3 +108,54 @@ TEST_CASE("a resumed run selects the same epoch, also one from before the resume
   CHECK(resumed.val == whole.val);
   CHECK(resumed.test == whole.test);
 }
+
+TEST_CASE("the default patience is 100 optimizer steps' worth of epochs, at least 10",
+          "[train][selection]") {
+  CHECK(resolve_patience(-1, 1) == 100);    // one batch an epoch: as the reference, 200 epochs
+  CHECK(resolve_patience(-1, 3) == 34);     // rounded up
+  CHECK(resolve_patience(-1, 6) == 17);     // Tolokers' 5,879 training nodes in batches of 1000
+  CHECK(resolve_patience(-1, 1000) == 10);  // a large graph: no fewer than 10 epochs
+  CHECK(resolve_patience(-1, 0) == 100);    // an empty share still agrees with the others
+  CHECK(resolve_patience(0, 7) == 0);       // never
+  CHECK(resolve_patience(5, 7) == 5);
+}
+
+TEST_CASE("early stopping ends the run `patience` epochs after its best validation epoch, "
+          "resumed or not",
+          "[train][selection]") {
+  Setup s;
+  TempDir out;
+  s.o.patience = 0;  // the reference: every epoch
+  const auto whole = s.run(out / "whole", s.o.epochs);
+  const std::int64_t best = whole.extra["best_epoch"].get<std::int64_t>();
+  REQUIRE(best + 4 < s.o.epochs);  // the scenario overfits early (checked above)
+  CHECK_FALSE(whole.extra["stopped_early"].get<bool>());
+
+  s.o.patience = 3;
+  const auto early = s.run(out / "early", s.o.epochs);
+  CHECK(early.extra["stopped_early"].get<bool>());
+  CHECK(early.extra["patience"].get<std::int64_t>() == 3);
+  CHECK(early.epochs == best + 1 + 3);
+  CHECK(early.rows.size() == static_cast<std::size_t>(best + 4));
+  CHECK(early.extra["best_epoch"].get<std::int64_t>() == best);
+  // The same selected model as the run that trained every epoch.
+  CHECK(early.test == whole.test);
+  CHECK(early.val == whole.val);
+  std::ifstream rj(out / "early" / "result.json");
+  REQUIRE(rj);
+  const auto j = nlohmann::json::parse(rj);
+  CHECK(j["epochs"].get<std::int64_t>() == best + 4);
+  CHECK(j["stopped_early"].get<bool>());
+
+  // Interrupted after the best epoch and resumed: it stops where the uninterrupted run did.
+  s.run(out / "split", best + 2);
+  const auto resumed = s.run(out / "split", s.o.epochs, true);
+  CHECK(resumed.extra["stopped_early"].get<bool>());
+  CHECK(resumed.epochs == early.epochs);
+  CHECK(resumed.test == early.test);
+  // Resumed after the stop: nothing more is trained, the same model is reported.
+  const auto again = s.run(out / "early", s.o.epochs, true);
+  CHECK(again.epochs == early.epochs);
+  CHECK(again.extra["best_epoch"].get<std::int64_t>() == best);
+  CHECK(again.test == early.test);
+}

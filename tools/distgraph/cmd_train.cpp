@@ -42,7 +42,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* usage =
     "distgraph train [DATASET_DIR|hsbm] [--standalone] [--parts P] [--servers S] [--trainers T]\n"
-    "                [--epochs E] [--seed N] [--hidden H] [--fanouts 10,25] [--batch-size B]\n"
+    "                [--epochs E] [--patience P] [--seed N] [--hidden H] [--fanouts 10,25]\n"
+    "                [--batch-size B]\n"
     "                [--model sage|gcn|gat] [--heads H] [--sampler uniform|labor] [--lr X]\n"
     "                [--dropout X]\n"
     "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
@@ -110,6 +111,9 @@ NodeClassificationOptions recipe_from(const Args& a) {
   }
   NodeClassificationOptions o = node_classification_recipe(kind);
   o.epochs = a.get_int("epochs", o.epochs, 1, 1'000'000);
+  o.patience = a.get_int("patience", o.patience, -1, 1'000'000);
+  if (a.has("patience") && a.get_or("task", "node") == "link")
+    throw UsageError("train: --patience is for --task node");
   o.seed = static_cast<std::uint64_t>(a.get_int("seed", 0, 0, INT64_MAX));
   o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
   if (const auto f = a.get("fanouts")) o.fanouts = parse_fanouts(*f);
@@ -251,6 +255,11 @@ void print_result(const nlohmann::json& result, bool json) {
     if (result.contains("best_epoch"))
       selected = " of the model of epoch " + std::to_string(result["best_epoch"].get<long long>() + 1) +
                  " (best validation)";
+    // A terminal's updating epoch line ends only at the last of --epochs.
+    if (result.value("stopped_early", false) && ::isatty(STDOUT_FILENO) == 1) std::printf("\n");
+    if (result.value("stopped_early", false))
+      selected += ", stopped early (no better validation in " +
+                  std::to_string(result.value("patience", 0LL)) + " epochs)";
     std::printf(
         "test %s %.4f (validation %.4f)%s after %lld epochs, %.3f s per epoch; %s, %lld "
         "part(s), %lld trainer(s), seed %llu\n",
@@ -276,6 +285,8 @@ void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) 
     throw UsageError(
         "train: --resume is not available for typed graphs yet (their "
         "featureless types' embeddings are not checkpointed)");
+  if (a.has("patience"))
+    throw UsageError("train: --patience is for homogeneous graphs (typed runs train all --epochs)");
   if (recipe.sampler != "uniform")
     throw UsageError("train: --sampler " + recipe.sampler +
                      " is for homogeneous graphs (typed graphs sample per relation)");

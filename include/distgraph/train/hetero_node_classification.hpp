@@ -412,7 +412,7 @@ NodeClassificationResult train_hetero_node_classification(
   res.extra = {{"test_macro_f1", f1.macro_f1(trainer.group(), trainer.collective_timeout())},
                {"model", o.model},
                {"target_ntype", o.target_ntype}};
-  detail::finish_result(res, g, o, 0, epoch_s_sum, rank, world);
+  detail::finish_result(res, g, o, 0, o.epochs, epoch_s_sum, rank, world);
   return res;
 }
 

@@ -247,7 +247,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
   res.metric = Metric::roc_auc;
   res.val = val;
   res.test = evaluate(test_loader, o.epochs);
-  detail::finish_result(res, g, o, start, epoch_s_sum, rank, world);
+  detail::finish_result(res, g, o, start, std::max(o.epochs, start), epoch_s_sum, rank, world);
   return res;
 }
 
