@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -253,15 +254,26 @@ class KVClient {
       throw ShapeError("pull '" + name + "'", std::to_string(out.size()) +
                                                   " output bytes; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
-    const Groups g = group(kind, global_ids);
-    check_type(kind, name, global_ids);
-    // One owner: no reordering is needed, rows land in `out` directly.
-    if (g.parts.size() == 1 && is_colocated(g.parts[0])) {
+    // Every row on this machine: no grouping and no reordering, rows land in `out`
+    // directly. Tried first, before the owner pass: it is the common case of a co-located
+    // trainer, and the general path spent two book passes and a counting sort on it (in a
+    // perf profile of pull_colocated, 9.5% of the samples outside the row copies before,
+    // 3.5% after).
+    std::vector<std::int32_t> owner(global_ids.size());
+    Placement found = Placement::owners_unknown;
+    if (colocated_ != nullptr && !global_ids.empty()) {
       std::vector<std::int64_t> local(global_ids.size());
-      to_local(kind, name, global_ids, local);
-      colocated_->read_rows(name, local, out);
-      return;
+      found = place_colocated(kind, global_ids, local, owner);
+      if (found == Placement::all_colocated) {
+        check_type(kind, name, global_ids);
+        shift_to_tensor_rows(kind, name, local);
+        colocated_->read_rows(name, local, out);
+        return;
+      }
     }
+    if (found == Placement::owners_unknown) owners(kind, global_ids, owner);
+    const Groups g = group_owners(owner);
+    check_type(kind, name, global_ids);
     const auto cache = via_cache ? row_cache(name) : nullptr;
     if (cache && cache->row_bytes() != row_bytes)
       throw ShapeError("pull '" + name + "'", std::to_string(row_bytes) +
@@ -466,16 +478,26 @@ class KVClient {
 
   Groups group(RowKind kind, std::span<const std::int64_t> global_ids) const {
     std::vector<std::int32_t> owner(global_ids.size());
-    // The book validates the whole batch (IdOutOfRange) before anything is sent.
-    if (kind == RowKind::node)
-      book_.node_partition(global_ids, owner);
-    else
-      book_.edge_partition(global_ids, owner);
+    owners(kind, global_ids, owner);
+    return group_owners(owner);
+  }
+  /// group() of IDs whose owners the owner pass found: owner[i] owns request position i.
+  Groups group_owners(std::span<const std::int32_t> owner) const {
+    Groups g;
+    // One owner (most batches of a co-located or single-server job): request order is
+    // already grouped, so the counting sort is skipped.
+    if (!owner.empty() &&
+        std::all_of(owner.begin(), owner.end(), [&](std::int32_t p) { return p == owner[0]; })) {
+      g.parts = {owner[0]};
+      g.order.resize(owner.size());
+      for (std::size_t i = 0; i < owner.size(); ++i) g.order[i] = i;
+      g.offsets = {0, owner.size()};
+      return g;
+    }
     const auto np = static_cast<std::size_t>(layout_.num_machines);
     std::vector<std::size_t> count(np + 1, 0);
     for (auto p : owner) ++count[static_cast<std::size_t>(p) + 1];
     for (std::size_t p = 0; p < np; ++p) count[p + 1] += count[p];
-    Groups g;
     g.order.resize(owner.size());
     std::vector<std::size_t> at(count.begin(), count.end() - 1);
     for (std::size_t i = 0; i < owner.size(); ++i)
@@ -487,6 +509,55 @@ class KVClient {
         g.offsets.push_back(count[p + 1]);
       }
     return g;
+  }
+
+  /// owner[i] = partition owning global_ids[i]. The book validates the whole batch
+  /// (IdOutOfRange) before anything is sent.
+  void owners(RowKind kind, std::span<const std::int64_t> global_ids,
+              std::span<std::int32_t> owner) const {
+    if (kind == RowKind::node)
+      book_.node_partition(global_ids, owner);
+    else
+      book_.edge_partition(global_ids, owner);
+  }
+
+  /// What place_colocated learnt of a batch.
+  enum class Placement {
+    all_colocated,   ///< the co-located partition owns every ID; their local IDs are known
+    owners_known,    ///< some ID is owned elsewhere; the owner pass has filled `owner`
+    owners_unknown,  ///< some ID lies outside the co-located range; no owner pass yet
+  };
+
+  /// Whether the co-located partition owns every ID of `global_ids`; if so `local` holds
+  /// their local IDs. A book whose partitions own one contiguous ID range each
+  /// (node_range / edge_range, as RangePartitionBook) answers in one subtract-and-compare
+  /// pass and leaves any ID outside the range (another owner's, or out of range) to the
+  /// caller's owner pass; any other book takes the owner pass here, into `owner`, then
+  /// to_local when it found one owner.
+  Placement place_colocated(RowKind kind, std::span<const std::int64_t> global_ids,
+                            std::span<std::int64_t> local, std::span<std::int32_t> owner) const {
+    const PartId me{layout_.machine_id};
+    if constexpr (requires(const Book& b, PartId p) {
+                    { b.node_range(p).first } -> std::convertible_to<std::int64_t>;
+                    { b.edge_range(p).first } -> std::convertible_to<std::int64_t>;
+                  }) {
+      const auto [begin, end] = kind == RowKind::node ? book_.node_range(me) : book_.edge_range(me);
+      const auto size = static_cast<std::uint64_t>(end - begin);
+      // Branch-free: one flag for the batch, as TensorRows::check_batch.
+      bool outside = false;
+      for (std::size_t i = 0; i < global_ids.size(); ++i) {
+        local[i] = global_ids[i] - begin;
+        outside |= static_cast<std::uint64_t>(local[i]) >= size;
+      }
+      return outside ? Placement::owners_unknown : Placement::all_colocated;
+    } else {
+      owners(kind, global_ids, owner);
+      if (!std::all_of(owner.begin(), owner.end(),
+                       [&](std::int32_t p) { return p == layout_.machine_id; }))
+        return Placement::owners_known;
+      to_local(kind, global_ids, local);
+      return Placement::all_colocated;
+    }
   }
 
   bool is_colocated(std::int32_t part) const {
@@ -532,9 +603,15 @@ class KVClient {
   void to_local(RowKind kind, std::string_view name, std::span<const std::int64_t> gids,
                 std::span<std::int64_t> out) const {
     to_local(kind, gids, out);
+    shift_to_tensor_rows(kind, name, out);
+  }
+  /// Turns local IDs of the co-located partition into rows of tensor `name` in place.
+  /// Call after check_type.
+  void shift_to_tensor_rows(RowKind kind, std::string_view name,
+                            std::span<std::int64_t> local) const {
     const detail::RowSpace space = spaces_.of(name, kind);
     if (space.type < 0) return;
-    for (auto& r : out) r -= space.start;  // the batch's types were checked (check_type)
+    for (auto& r : local) r -= space.start;  // the batch's types were checked (check_type)
   }
 
   /// Waits for each valid call of `calls` (one per group of `g`, as send_groups made them)

@@ -196,8 +196,10 @@ struct TensorRows {
             std::span<std::byte> out) const {
     check_batch(rows, out.size(), "output");
     const std::size_t rb = spec.row_bytes();
-    for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i + prefetch_rows_ahead < rows.size()) prefetch_row(rows[i + prefetch_rows_ahead], rb);
       locks.read(rows[i], salt, out.data() + i * rb, row_ptr(rows[i]), rb, subject.c_str());
+    }
   }
 
   /// Copies row rows[i] to row slot at[i] of `out` (a whole number of rows), each row
@@ -219,8 +221,10 @@ struct TensorRows {
           throw IdOutOfRange(subject + " output slot", static_cast<std::int64_t>(a), 0,
                              static_cast<std::int64_t>(slots));
     check_batch(rows, rows.size() * rb, "scattered read");
-    for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i + prefetch_rows_ahead < rows.size()) prefetch_row(rows[i + prefetch_rows_ahead], rb);
       locks.read(rows[i], salt, out.data() + at[i] * rb, row_ptr(rows[i]), rb, subject.c_str());
+    }
   }
 
   /// Replaces each listed row atomically, in listing order (a duplicate's last listing wins).
@@ -257,6 +261,28 @@ struct TensorRows {
  private:
   std::byte* row_ptr(std::int64_t row) const noexcept {
     return data + static_cast<std::size_t>(row) * spec.row_bytes();
+  }
+
+  /// How many rows ahead of the one being copied read and read_at ask for the next row's
+  /// cache lines. A random row is a cache and TLB miss, and the seqlocked copy alone keeps
+  /// little more than one row's misses in flight. Measured on bench_kvstore's
+  /// pull_colocated (1000 random rows x 100 float32 of a 200 MB mapping, 2-core AMD EPYC
+  /// VM, runs where the plain gather bound read 20-21.5 M rows/s): 13.1-13.6 M rows/s
+  /// without prefetching, 20-25 M with 8 rows ahead; 4 and 16 ahead were within the
+  /// noise of 8.
+  static constexpr std::size_t prefetch_rows_ahead = 8;
+  /// A longer row has only its first KiB fetched ahead: the hardware's stream prefetcher
+  /// follows the rest once the copy walks it, and more lines ahead would crowd the misses
+  /// the core can track.
+  static constexpr std::size_t prefetch_max_bytes = 1024;
+
+  /// Asks for the cache lines of `row` (row_bytes `rb`) without waiting: a hint only, so
+  /// it needs no seqlock; the copy that follows is still validated as always.
+  void prefetch_row(std::int64_t row, std::size_t rb) const noexcept {
+    const std::byte* p = row_ptr(row);
+    const std::size_t n = rb < prefetch_max_bytes ? rb : prefetch_max_bytes;
+    for (std::size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o);
+    __builtin_prefetch(p + n - 1);
   }
 
   template <class T>
