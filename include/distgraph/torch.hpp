@@ -15,6 +15,7 @@
 #include "distgraph/train/hetero_input.hpp"
 #include "distgraph/train/hetero_node_classification.hpp"
 #include "distgraph/train/hetero_sage.hpp"
+#include "distgraph/train/layerwise_inference.hpp"
 #include "distgraph/train/metrics.hpp"
 #include "distgraph/train/model_checks.hpp"
 #include "distgraph/train/node_classification.hpp"
@@ -25,4 +26,5 @@
 #include "distgraph/train/split_linear.hpp"
 #include "distgraph/train/threads.hpp"
 #include "distgraph/train/torch_storage.hpp"
+#include "distgraph/train/trained_node_model.hpp"
 #include "distgraph/train/trainer.hpp"

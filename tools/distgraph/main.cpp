@@ -15,19 +15,29 @@
 
 namespace {
 
-/// `distgraph train` runs the separate `distgraph-train` program beside this one: only it
-/// links libtorch, so servers and the other subcommands start without loading it.
-int exec_train(std::vector<std::string> args) {
-  const std::string train = distgraph::cli::sibling_program("distgraph-train");
-  std::vector<char*> argv{const_cast<char*>(train.c_str())};
+/// `distgraph train` and `distgraph infer` run the separate programs `distgraph-train` and
+/// `distgraph-infer` beside this one: only they link libtorch, so servers and the other
+/// subcommands start without loading it.
+int exec_torch_program(const char* command, const std::string& program,
+                       std::vector<std::string> args) {
+  const std::string path = distgraph::cli::sibling_program(program);
+  std::vector<char*> argv{const_cast<char*>(path.c_str())};
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  ::execv(train.c_str(), argv.data());
+  ::execv(path.c_str(), argv.data());
   std::fprintf(stderr,
-               "distgraph train: cannot run %s (%s); it is built with libtorch: install "
+               "distgraph %s: cannot run %s (%s); it is built with libtorch: install "
                "libtorch-dev and rebuild\n",
-               train.c_str(), std::strerror(errno));
+               command, path.c_str(), std::strerror(errno));
   return 1;
+}
+
+int exec_train(std::vector<std::string> args) {
+  return exec_torch_program("train", "distgraph-train", std::move(args));
+}
+
+int exec_infer(std::vector<std::string> args) {
+  return exec_torch_program("infer", "distgraph-infer", std::move(args));
 }
 
 struct Subcommand {
@@ -49,6 +59,8 @@ const Subcommand subcommands[] = {
      "copy each remote machine's partition files into its workspace (ssh + rsync)"},
     {"train", exec_train,
      "train GraphSAGE on a dataset (the main job): standalone or on a loopback cluster"},
+    {"infer", exec_infer,
+     "every node's embedding and predicted class from a trained run (layer-wise inference)"},
 };
 
 void print_usage() {

@@ -78,6 +78,17 @@ class CheckpointReader {
     });
   }
 
+  /// Loads parameters and buffers alone into `model` (inference needs no optimizer); the
+  /// shapes must be those the checkpoint was written with.
+  void load_model(torch::nn::Module& model) {
+    guarded("does not fit this model", [&] {
+      torch::serialize::InputArchive model_ar;
+      if (!archive_.try_read("model", model_ar))
+        throw CheckpointError(path_, "no model state");
+      model.load(model_ar);
+    });
+  }
+
   /// Extra tensor `name` (see checkpoint_bytes).
   torch::Tensor tensor(const std::string& name) {
     torch::Tensor t;

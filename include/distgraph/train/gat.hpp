@@ -70,13 +70,20 @@ class GATImpl : public torch::nn::Module {
     check_block_chain("GAT", blocks, options_.num_layers);
     const bool train = is_training();
     torch::Tensor h = train ? dropout(x, options_.input_dropout) : x;
-    for (std::size_t l = 0; l < convs_.size(); ++l) {
-      const auto out = convs_[l]->forward(blocks[l], h);  // [num_dst, heads, f]
-      if (l + 1 == convs_.size()) return out.mean(1);
-      h = torch::elu(out.flatten(1));
-      if (train) h = dropout(h, options_.dropout);
-    }
+    for (std::size_t l = 0; l < convs_.size(); ++l) h = forward_layer(l, blocks[l], h);
     return h;
+  }
+
+  /// Layer l alone: GATConv l on `block` from `h` [block.num_src, its in_feats]; a hidden
+  /// layer concatenates its heads and applies ELU and (while training) dropout, the output
+  /// layer averages its heads. forward() is these in turn after the input dropout;
+  /// layer-wise inference calls them one layer at a time. Throws std::out_of_range for
+  /// l >= num_layers, ShapeError as GATConv::forward.
+  torch::Tensor forward_layer(std::size_t l, const BlockTensors& block, const torch::Tensor& h) {
+    const auto out = convs_.at(l)->forward(block, h);  // [num_dst, heads, f]
+    if (l + 1 == convs_.size()) return out.mean(1);
+    auto hidden = torch::elu(out.flatten(1));
+    return is_training() ? dropout(hidden, options_.dropout) : hidden;
   }
 
   const GATOptions& options() const noexcept { return options_; }

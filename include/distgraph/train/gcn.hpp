@@ -58,11 +58,23 @@ class GCNImpl : public torch::nn::Module {
     check_block_chain("GCN", blocks, options_.num_layers);
     const bool train = is_training();
     torch::Tensor h = train ? dropout(x, options_.input_dropout) : x;
-    for (std::size_t l = 0; l < convs_.size(); ++l) {
-      h = convs_[l]->forward(blocks[l], h, l > 0 ? blocks[l - 1].in_degrees : torch::Tensor());
-      if (l + 1 < convs_.size()) h = train ? relu_dropout(h, options_.dropout) : torch::relu(h);
-    }
+    for (std::size_t l = 0; l < convs_.size(); ++l)
+      h = forward_layer(l, blocks[l], h, l > 0 ? blocks[l - 1].in_degrees : torch::Tensor());
     return h;
+  }
+
+  /// Layer l alone: GCNConv l on `block` from `h` [block.num_src, its in_feats], the
+  /// sources' degrees being `src_degrees` when given (see GCNConv), then, for a hidden
+  /// layer, ReLU and (while training) dropout. forward() is these in turn after the input
+  /// dropout, passing the previous block's in-degrees; layer-wise inference passes every
+  /// source's in-degree in the graph, so one 1-hop block computes the full-graph layer.
+  /// Throws std::out_of_range for l >= num_layers, ShapeError as GCNConv::forward.
+  torch::Tensor forward_layer(std::size_t l, const BlockTensors& block, const torch::Tensor& h,
+                              const torch::Tensor& src_degrees = {}) {
+    torch::Tensor out = convs_.at(l)->forward(block, h, src_degrees);
+    if (l + 1 < convs_.size())
+      out = is_training() ? relu_dropout(out, options_.dropout) : torch::relu(out);
+    return out;
   }
 
   /// Every layer's parameters but the first's: Kipf & Welling's L2 penalty is on the

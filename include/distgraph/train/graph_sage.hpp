@@ -57,12 +57,19 @@ class GraphSAGEImpl : public torch::nn::Module {
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
     check_block_chain("GraphSAGE", blocks, options_.num_layers);
     torch::Tensor h = dropout(x, options_.input_dropout);
-    for (std::size_t l = 0; l < convs_.size(); ++l) {
-      h = convs_[l]->forward(blocks[l], h);
-      if (l + 1 < convs_.size())
-        h = is_training() ? relu_dropout(h, options_.dropout) : torch::relu(h);
-    }
+    for (std::size_t l = 0; l < convs_.size(); ++l) h = forward_layer(l, blocks[l], h);
     return h;
+  }
+
+  /// Layer l alone: SAGEConv l on `block` from `h` [block.num_src, its in_feats], then, for
+  /// a hidden layer, ReLU and (while training) dropout. forward() is these in turn after
+  /// the input dropout; layer-wise inference calls them one layer at a time. Throws
+  /// std::out_of_range for l >= num_layers, ShapeError as SAGEConv::forward.
+  torch::Tensor forward_layer(std::size_t l, const BlockTensors& block, const torch::Tensor& h) {
+    torch::Tensor out = convs_.at(l)->forward(block, h);
+    if (l + 1 < convs_.size())
+      out = is_training() ? relu_dropout(out, options_.dropout) : torch::relu(out);
+    return out;
   }
 
   const GraphSAGEOptions& options() const noexcept { return options_; }

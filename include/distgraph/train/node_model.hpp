@@ -8,8 +8,10 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/types.h>
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -63,6 +65,49 @@ class NodeModelImpl : public torch::nn::Module {
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
     return std::visit([&](auto& m) { return m->forward(blocks, std::move(x)); }, model_);
   }
+
+  /// The wrapped model's layer l alone (its forward_layer: conv l and the activation that
+  /// follows it in forward()). `src_degrees` [block.num_src] (int64, the sources' degrees
+  /// in the graph) is GCN's; the other models ignore it. Throws as the wrapped model.
+  torch::Tensor forward_layer(std::size_t l, const BlockTensors& block, const torch::Tensor& h,
+                              const torch::Tensor& src_degrees = {}) {
+    return std::visit(
+        [&](auto& m) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(m)>, GCN>)
+            return m->forward_layer(l, block, h, src_degrees);
+          else
+            return m->forward_layer(l, block, h);
+        },
+        model_);
+  }
+
+  /// Layers of the wrapped model (blocks per batch).
+  std::size_t num_layers() const {
+    return std::visit(
+        [](const auto& m) { return static_cast<std::size_t>(m->options().num_layers); }, model_);
+  }
+
+  /// Columns of the first layer's input (the node features).
+  std::int64_t in_feats() const {
+    return std::visit([](const auto& m) { return m->options().in_feats; }, model_);
+  }
+
+  /// Columns of layer l's output (after its activation): the hidden width, or the number
+  /// of classes for the last layer. Throws std::out_of_range for l >= num_layers().
+  std::int64_t layer_width(std::size_t l) const {
+    if (l >= num_layers())
+      throw std::out_of_range("NodeModel::layer_width: layer " + std::to_string(l) + " of " +
+                              std::to_string(num_layers()));
+    return std::visit(
+        [&](const auto& m) {
+          return l + 1 == num_layers() ? m->options().num_classes : m->options().hidden;
+        },
+        model_);
+  }
+
+  /// Whether layer l's output needs its sources' degrees in the graph to equal the
+  /// full-graph layer on a 1-hop block (GCN's normalisation).
+  bool needs_source_degrees() const noexcept { return kind() == ModelKind::gcn; }
 
   /// Parameters the wrapped model keeps out of weight decay (GCN's; none for the others).
   std::vector<torch::Tensor> undecayed_parameters() const {

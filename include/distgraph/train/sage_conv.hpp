@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/train/block_tensors.hpp"
@@ -36,6 +37,13 @@ inline const char* to_string(Aggregator a) noexcept {
       return "pool";
   }
   return "?";
+}
+
+/// The aggregator `name` spells. Throws InvalidArgument naming it and the allowed names.
+inline Aggregator parse_aggregator(std::string_view name) {
+  for (const auto a : {Aggregator::mean, Aggregator::gcn, Aggregator::pool})
+    if (name == to_string(a)) return a;
+  throw InvalidArgument("aggregator '" + std::string(name) + "'; expected mean, gcn or pool");
 }
 
 /// Sizes and aggregator of one SAGEConv (designated initialisers).
