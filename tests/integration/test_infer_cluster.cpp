@@ -19,6 +19,7 @@
 #include "distgraph/io/synthetic.hpp"
 #include "support/child_process.hpp"
 #include "support/processes.hpp"
+#include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -31,19 +32,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;  ///< -1: killed by a signal or still running at the deadline
-  std::string output;  ///< stdout and stderr, interleaved
-};
+using Run = distgraph::test::ProgramRun;
 
 Run cli(std::vector<std::string> args, std::chrono::milliseconds limit = 180s) {
   args.insert(args.begin(), DISTGRAPH_CLI);
-  ChildProcess p(args);
-  const auto st = p.wait(limit);
-  Run r;
-  if (st && WIFEXITED(*st)) r.exit_code = WEXITSTATUS(*st);
-  r.output = p.output();
-  return r;
+  return distgraph::test::run_program(args, limit);
 }
 
 /// True when this build's distgraph has the infer subcommand (it needs libtorch).

@@ -17,12 +17,11 @@
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/train/trained_node_model.hpp"
-#include "support/child_process.hpp"
+#include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
 using namespace std::chrono_literals;
-using distgraph::test::ChildProcess;
 using distgraph::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -33,10 +32,9 @@ namespace {
 /// Runs `distgraph ARGS` to the end; returns its exit status (-1: killed or too slow).
 int run_cli(std::vector<std::string> args, std::string& output) {
   args.insert(args.begin(), DISTGRAPH_CLI);
-  ChildProcess p(args);
-  const auto st = p.wait(300s);
-  output = p.output();
-  return st && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  const auto r = distgraph::test::run_program(args, 300s);
+  output = r.output;
+  return r.exit_code;
 }
 
 nlohmann::json read_json(const fs::path& p) {

@@ -32,6 +32,7 @@
 #include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/threads.hpp"
 #include "hetero_input.hpp"
+#include "loopback_cluster.hpp"
 #include "run_command.hpp"
 
 namespace distgraph::cli {
@@ -404,46 +405,6 @@ fs::path prepare_partition(const Args& args, const Dataset& data, const fs::path
   return config;
 }
 
-/// A port p with p .. p + count - 1 free on 127.0.0.1 (none in `taken`).
-std::uint16_t free_port_block(int count, std::vector<std::uint16_t>& taken) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const std::uint16_t p = detail::free_local_port();
-    if (p == 0 || p + count > 65535) continue;
-    bool ok = true;
-    for (int k = 0; k < count && ok; ++k) {
-      const auto q = static_cast<std::uint16_t>(p + k);
-      for (auto t : taken) ok = ok && t != q;
-      if (k > 0 && ok) {
-        // Bind-test the rest of the block.
-        boost::asio::io_context io;
-        boost::system::error_code ec;
-        boost::asio::ip::tcp::acceptor acc(io);
-        acc.open(boost::asio::ip::tcp::v4(), ec);
-        acc.bind({boost::asio::ip::make_address("127.0.0.1"), q}, ec);
-        ok = !ec;
-      }
-    }
-    if (!ok) continue;
-    for (int k = 0; k < count; ++k) taken.push_back(static_cast<std::uint16_t>(p + k));
-    return p;
-  }
-  throw IoError("127.0.0.1", "no block of free ports for the loopback cluster");
-}
-
-/// A fresh random secret in `path`, readable by this user only.
-void write_secret(const fs::path& path) {
-  std::random_device rd;
-  std::string s;
-  const char* hex = "0123456789abcdef";
-  for (int i = 0; i < 64; ++i) s += hex[rd() % 16];
-  fs::remove(path);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) throw IoError(path.string(), "cannot create the secret file");
-  const bool ok = ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
-  ::close(fd);
-  if (!ok) throw IoError(path.string(), "cannot write the secret file");
-}
-
 }  // namespace
 
 int run_train(std::vector<std::string> argv) {
@@ -570,23 +531,7 @@ int run_train(std::vector<std::string> argv) {
   }
 
   // A loopback cluster: machine i on 127.0.0.1 serves partition i.
-  std::vector<std::uint16_t> taken;
-  std::string ip_text = "# written by distgraph train: one loopback machine per partition\n";
-  for (std::int64_t m = 0; m < num_parts; ++m)
-    ip_text += "127.0.0.1 " + std::to_string(free_port_block(servers, taken)) + "\n";
-  const fs::path ip_config = out / "ip_config.txt", secret = out / "secret";
-  {
-    std::ofstream f(ip_config, std::ios::trunc);
-    f << ip_text;
-    if (!f.flush()) throw IoError(ip_config.string(), "cannot write");
-  }
-  write_secret(secret);
-  LaunchOptions lo;
-  lo.ip_config = ip_config;
-  lo.part_config = config;
-  lo.servers = servers;
-  lo.trainers = trainers;
-  lo.secret_file = secret;
+  LaunchOptions lo = loopback_launch(out, config, num_parts, servers, trainers);
   lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
   lo.program = {self_program()};
