@@ -427,9 +427,9 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--model", "gat", "--heads", "5", "--out", o}), 2,
                        "--heads 5 does not divide --hidden 64");
   check_one_line_error(train({"--heads", "4", "--out", o}), 2, "--heads");
-  check_one_line_error(train({"--patience", "-2", "--out", o}), 2, "--patience");
+  check_one_line_error(train({"--patience", "-2", "--out", o}), 2, "--patience -2 out of range");
   check_one_line_error(train({"--task", "link", "--patience", "5", "--out", o}), 2,
-                       "--patience");
+                       "--patience is for --task node");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these

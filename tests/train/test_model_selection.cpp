@@ -109,14 +109,14 @@ TEST_CASE("a resumed run selects the same epoch, also one from before the resume
   CHECK(resumed.test == whole.test);
 }
 
-TEST_CASE("the default patience is 100 optimizer steps' worth of epochs, at least 10",
+TEST_CASE("the default patience is 100 optimizer steps' worth of epochs, at least 50",
           "[train][selection]") {
-  CHECK(resolve_patience(-1, 1) == 100);    // one batch an epoch: as the reference, 200 epochs
-  CHECK(resolve_patience(-1, 3) == 34);     // rounded up
-  CHECK(resolve_patience(-1, 6) == 17);     // Tolokers' 5,879 training nodes in batches of 1000
-  CHECK(resolve_patience(-1, 1000) == 10);  // a large graph: no fewer than 10 epochs
-  CHECK(resolve_patience(-1, 0) == 100);    // an empty share still agrees with the others
-  CHECK(resolve_patience(0, 7) == 0);       // never
+  CHECK(resolve_patience(-1, 1) == 100);   // one batch an epoch: 100 epochs
+  CHECK(resolve_patience(-1, 3) == 50);    // 34 rounded up, then the floor
+  CHECK(resolve_patience(-1, 6) == 50);    // Tolokers' 5,879 training nodes in batches of 1000
+  CHECK(resolve_patience(-1, 1000) == 50); // a large graph: no fewer than 50 epochs
+  CHECK(resolve_patience(-1, 0) == 100);   // an empty share still agrees with the others
+  CHECK(resolve_patience(0, 7) == 0);      // never
   CHECK(resolve_patience(5, 7) == 5);
 }
 

@@ -415,7 +415,10 @@ int run_train(std::vector<std::string> argv) {
       .option("parts", "partitions = loopback machines (default 2)")
       .option("servers", "servers per machine (default 1)")
       .option("trainers", "trainers per machine (default 1)")
-      .option("epochs", "training epochs (default 50; gcn and gat: 200)")
+      .option("epochs", "the most epochs to train (default 200; typed graphs and --task link: 50)")
+      .option("patience",
+              "stop once the best validation epoch is P epochs old (default -1: 100 optimizer "
+              "steps' worth, at least 50; 0: never; gcn and gat: 0)")
       .option("seed", "seed of the model, shuffles, sampling and dropout (default 0)")
       .option("hidden", "hidden units per layer, all heads together (default 64; gcn: 16)")
       .option("fanouts",

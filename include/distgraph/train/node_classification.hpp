@@ -56,8 +56,7 @@ struct NodeClassificationOptions {
   /// Early stopping: the run ends once its best validation epoch is `patience` epochs
   /// behind (the selected model is that epoch's either way). -1: patience_for_steps worth
   /// of optimizer steps, at least min_patience_epochs, so a graph of one batch per epoch
-  /// trains all `epochs` and a graph of many batches stops soon after it converges; 0:
-  /// never. No effect without a validation set or with a learned input embedding.
+  /// waits 100 epochs and a graph of many batches 50; 0: never. No effect without a validation set or with a learned input embedding.
   std::int64_t patience = -1;
   std::int64_t hidden = 64;
   std::vector<std::int64_t> fanouts{10, 25};  ///< one per layer, input layer first
@@ -138,8 +137,11 @@ inline NodeClassificationOptions node_classification_recipe(ModelKind m) {
 
 /// Optimizer steps without a better validation metric after which a run stops, by default.
 inline constexpr std::int64_t patience_for_steps = 100;
-/// The least default patience in epochs (validation is noisy from epoch to epoch).
-inline constexpr std::int64_t min_patience_epochs = 10;
+/// The least default patience in epochs. A validation metric that climbs slowly through
+/// noisy plateaus needs it: Tolokers (6 batches an epoch) stopped at epochs 51-103 with 17
+/// epochs of patience, 1.4 points under REFERENCE.md; with 50, seed 0 ran to its best
+/// epoch 135 and came within 0.3 (PERFORMANCE.md, "The default recipe").
+inline constexpr std::int64_t min_patience_epochs = 50;
 
 /// The patience in epochs for `patience` (NodeClassificationOptions::patience) with
 /// `batches_per_epoch` optimizer steps an epoch; 0: never stop early.
