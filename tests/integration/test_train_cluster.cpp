@@ -430,6 +430,17 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--patience", "-2", "--out", o}), 2, "--patience -2 out of range");
   check_one_line_error(train({"--task", "link", "--patience", "5", "--out", o}), 2,
                        "--patience is for --task node");
+  check_one_line_error(train({"--eval", "exact", "--out", o}), 2,
+                       "train: --eval 'exact': expected full or sampled");
+  check_one_line_error(train({"--eval-every", "0", "--out", o}), 2, "--eval-every 0 out of range");
+  check_one_line_error(train({"--task", "link", "--eval", "sampled", "--out", o}), 2,
+                       "train: --eval is for --task node");
+  check_one_line_error(train({"--task", "link", "--save-embeddings", "--out", o}), 2,
+                       "train: --save-embeddings is for --task node");
+  check_one_line_error(train({"--embedding-dim", "8", "--save-embeddings", "--out", o}), 2,
+                       "train: --save-embeddings needs a model of the node features");
+  check_one_line_error(train({"hsbm", "--eval-every", "2", "--out", o}), 2,
+                       "train: --eval-every is for homogeneous graphs");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these

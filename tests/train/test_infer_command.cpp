@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -103,6 +104,52 @@ TEST_CASE("distgraph infer on a trained Cora run predicts result.json's test acc
   std::int64_t same = 0;
   for (std::int64_t v = 0; v < 2708; ++v) same += want[v].item<std::int64_t>() == pred[v] ? 1 : 0;
   CHECK(same == 2708);
+}
+
+TEST_CASE("distgraph train --save-embeddings writes the selected model's outputs into the run "
+          "folder; --eval-every leaves gaps in the validation column",
+          "[train][data][slow]") {
+  DISTGRAPH_REQUIRE_DATASET(cora, "cora");
+  TempDir tmp;
+  const fs::path run = tmp / "run";
+  std::string out;
+  const int rc = run_cli({"train", cora.string(), "--standalone", "--epochs", "9", "--eval-every",
+                          "4", "--save-embeddings", "--out", run.string()},
+                         out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  const auto result = read_json(run / "result.json");
+  CHECK(result["eval"] == "full");
+  CHECK(result["eval_every"] == 4);
+  const auto best = result["best_epoch"].get<std::int64_t>();
+  CHECK((best == 3 || best == 7 || best == 8));  // validated: after epochs 4, 8 and 9
+  const auto info = read_json(run / "infer.json");
+  CHECK(info["nodes"] == 2708);
+  CHECK(info["best_epoch"] == best);
+  CHECK(info["output"] == "both");
+
+  const Dataset data = load_dataset(cora);
+  const auto pred = read_npy_int64(run / "predictions.npy");
+  const auto emb = read_npy_float32(run / "embeddings.npy");
+  REQUIRE(pred.size() == 2708);
+  CHECK(emb.size() == 2708u * 64u);
+  std::int64_t right = 0, tested = 0;
+  for (std::size_t v = 0; v < pred.size(); ++v)
+    if (data.test_mask[v]) {
+      ++tested;
+      right += pred[v] == data.label[v] ? 1 : 0;
+    }
+  // The files come from the model result.json's test metric measured.
+  CHECK(static_cast<double>(right) / static_cast<double>(tested) ==
+        Approx(result["test"].get<double>()).margin(1e-12));
+  // `distgraph infer` on the finished run (best.pt) writes the same predictions.
+  const fs::path again = tmp / "again";
+  REQUIRE(run_cli({"infer", "--checkpoint", run.string(), "--standalone", "--output", "logits",
+                   "--out", again.string()},
+                  out) == 0);
+  const auto pred_again = read_npy_int64(again / "predictions.npy");
+  REQUIRE(pred_again.size() == pred.size());
+  CHECK(std::equal(pred.begin(), pred.end(), pred_again.begin()));
 }
 
 #endif

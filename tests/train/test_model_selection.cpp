@@ -4,6 +4,7 @@
 #include <torch/types.h>  // before Catch: c10's logging defines a CHECK that Catch's replaces
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -158,4 +159,68 @@ TEST_CASE("early stopping ends the run `patience` epochs after its best validati
   CHECK(again.epochs == early.epochs);
   CHECK(again.extra["best_epoch"].get<std::int64_t>() == best);
   CHECK(again.test == early.test);
+}
+
+TEST_CASE("full evaluation (layer-wise inference) equals evaluation over full-neighbourhood "
+          "blocks",
+          "[train][selection][eval]") {
+  Setup s;
+  TempDir out;
+  s.o.epochs = 4;
+  s.o.fanouts = {-1, -1};  // sampled evaluation then takes full neighbourhoods: exact too
+  s.o.eval = EvalMode::full;
+  const auto full = s.run(out / "full", s.o.epochs);
+  s.o.eval = EvalMode::sampled;
+  const auto blocks = s.run(out / "blocks", s.o.epochs);
+  CHECK(full.extra["eval"] == "full");
+  CHECK(blocks.extra["eval"] == "sampled");
+  REQUIRE(full.rows.size() == blocks.rows.size());
+  for (std::size_t e = 0; e < full.rows.size(); ++e) {
+    INFO("epoch " << e);
+    CHECK(full.rows[e].loss == blocks.rows[e].loss);  // the same training
+    CHECK(full.rows[e].val_metric == Approx(blocks.rows[e].val_metric).margin(1e-12));
+    CHECK(full.rows[e].val_loss == Approx(blocks.rows[e].val_loss).epsilon(1e-5));
+  }
+  CHECK(full.test == blocks.test);
+  CHECK(full.extra["best_epoch"] == blocks.extra["best_epoch"]);
+}
+
+TEST_CASE("--eval-every K validates after every K-th epoch and the last; only those are "
+          "selected",
+          "[train][selection][eval]") {
+  Setup s;
+  TempDir out;
+  s.o.eval_every = 5;
+  const auto res = s.run(out / "k5", s.o.epochs);  // 12 epochs: validated after 5, 10, 12
+  REQUIRE(res.rows.size() == 12);
+  for (const auto& r : res.rows) {
+    INFO("epoch " << r.epoch);
+    const bool validated = r.epoch == 4 || r.epoch == 9 || r.epoch == 11;
+    CHECK(std::isfinite(r.val_metric) == validated);
+    CHECK(std::isfinite(r.val_loss) == validated);
+  }
+  const auto best = res.extra["best_epoch"].get<std::int64_t>();
+  CHECK((best == 4 || best == 9 || best == 11));
+  CHECK(res.val == res.rows[static_cast<std::size_t>(best)].val_metric);
+  CHECK(res.extra["eval_every"] == 5);
+  // metrics.csv keeps the gaps (NaN), and reads back for a resume.
+  const auto logged = read_metrics_csv(out / "k5" / "metrics.csv");
+  REQUIRE(logged.size() == 12);
+  CHECK(std::isnan(logged[0].val_metric));
+  CHECK(logged[4].val_metric == Approx(res.rows[4].val_metric).margin(1e-6));
+  // The validated epochs' figures are those of a run that validates every epoch.
+  s.o.eval_every = 1;
+  const auto every = s.run(out / "k1", s.o.epochs);
+  for (const std::int64_t e : {4, 9, 11})
+    CHECK(every.rows[static_cast<std::size_t>(e)].val_metric ==
+          res.rows[static_cast<std::size_t>(e)].val_metric);
+}
+
+TEST_CASE("a bad evaluation interval or mode is refused", "[train][selection][eval]") {
+  Setup s;
+  TempDir out;
+  s.o.eval_every = 0;
+  CHECK_THROWS_WITH(s.run(out / "bad", 2), Catch::Contains("evaluation interval 0"));
+  CHECK_THROWS_AS(parse_eval_mode("exact"), InvalidArgument);
+  CHECK(parse_eval_mode("sampled") == EvalMode::sampled);
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/threads.hpp"
 #include "hetero_input.hpp"
+#include "infer_output.hpp"
 #include "loopback_cluster.hpp"
 #include "run_command.hpp"
 
@@ -49,6 +51,7 @@ constexpr const char* usage =
     "                [--dropout X]\n"
     "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
     "                [--cache-mb M] [--cache-policy presample|halo]\n"
+    "                [--eval full|sampled] [--eval-every K] [--save-embeddings]\n"
     "                [--out DIR] [--resume] [--json]\n"
     "  typed graphs:  [--target-ntype T] [--model rgcn|hsage] [--relation-fanouts R=F,...]\n"
     "                 [--num-bases B] [--combine sum|mean]";
@@ -168,6 +171,19 @@ NodeClassificationOptions recipe_from(const Args& a) {
     throw UsageError("train: --model " + model +
                      " is for --task node (link prediction trains "
                      "GraphSAGE)");
+  try {
+    o.eval = parse_eval_mode(a.get_or("eval", "full"));
+  } catch (const InvalidArgument&) {
+    throw UsageError("train: --eval '" + a.get_or("eval", "") + "': expected full or sampled");
+  }
+  o.eval_every = a.get_int("eval-every", o.eval_every, 1, 1'000'000);
+  if (a.get_or("task", "node") == "link") {
+    for (const char* opt : {"eval", "eval-every", "save-embeddings"})
+      if (a.has(opt)) throw UsageError(std::string("train: --") + opt + " is for --task node");
+  }
+  if (a.has("save-embeddings") && o.embedding_dim > 0)
+    throw UsageError(
+        "train: --save-embeddings needs a model of the node features (not --embedding-dim)");
   o.out = fs::absolute(a.get_or("out", "distgraph-run"));
   o.resume = a.has("resume");
   return o;
@@ -234,12 +250,14 @@ EpochCallback epoch_printer(bool json, std::int64_t epochs) {
     if (json) {
       std::printf("%s\n", epoch_json(r, to_string(m)).dump().c_str());
     } else {
+      char val[32] = "-";  // an epoch without validation (--eval-every)
+      if (std::isfinite(r.val_metric)) std::snprintf(val, sizeof val, "%.4f", r.val_metric);
       std::printf(
-          "%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %.4f  %.3f s "
+          "%sepoch %lld/%lld  loss %.4f  train %s %.4f  val %s  %.3f s "
           "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f; remote %.1f MB, "
           "cache hits %.0f%%)%s",
           tty ? "\r\033[K" : "", static_cast<long long>(r.epoch + 1),
-          static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, r.val_metric,
+          static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, val,
           r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
           static_cast<double>(r.remote_bytes) / 1e6, 100 * r.cache_hit_rate,
           tty && r.epoch + 1 < epochs ? "" : "\n");
@@ -288,9 +306,32 @@ void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) 
         "featureless types' embeddings are not checkpointed)");
   if (a.has("patience"))
     throw UsageError("train: --patience is for homogeneous graphs (typed runs train all --epochs)");
+  for (const char* opt : {"eval", "eval-every", "save-embeddings"})
+    if (a.has(opt))
+      throw UsageError(std::string("train: --") + opt + " is for homogeneous graphs");
   if (recipe.sampler != "uniform")
     throw UsageError("train: --sampler " + recipe.sampler +
                      " is for homogeneous graphs (typed graphs sample per relation)");
+}
+
+/// `distgraph train --save-embeddings`: the selected model's layer-wise inference over
+/// every node into the run folder (embeddings.npy, predictions.npy, infer.json), as
+/// `distgraph infer --checkpoint RUN` writes them. Collective.
+template <class Graph>
+void save_embeddings(const Graph& g, NodeClassificationResult& res,
+                     const NodeClassificationOptions& recipe, const TrainerGroups& groups) {
+  const std::int32_t rank = groups.control ? groups.control->getRank() : 0;
+  res.model->to(torch::kCPU);
+  const fs::path best = recipe.out / "best.pt";
+  const nlohmann::json about = {
+      {"checkpoint", (fs::exists(best) ? best : recipe.out / "checkpoint.pt").string()},
+      {"model", distgraph::detail::model_identity(recipe.model)},
+      {"epochs_done", res.epochs},
+      {"best_epoch", res.extra.value("best_epoch", std::int64_t{-1})},
+      {"mode", res.mode},
+      {"parts", res.parts},
+      {"trainers", res.trainers}};
+  infer_on(g, res.model, Outputs{}, recipe.out, rank, 1024, about);
 }
 
 /// Runs the task `--task` names on `g` (collective over `groups`).
@@ -309,9 +350,12 @@ NodeClassificationResult run_task(const Args& a, const Graph& g,
   if (is_typed_model(a.get_or("model", "sage")))
     throw UsageError("train: --model " + a.get_or("model", "sage") +
                      " is for typed graphs; expected sage, gcn or gat");
-  if (task == "node")
-    return train_node_classification(
+  if (task == "node") {
+    auto res = train_node_classification(
         g, recipe, groups, report ? epoch_printer(a.has("json"), recipe.epochs) : EpochCallback{});
+    if (a.has("save-embeddings")) save_embeddings(g, res, recipe, groups);
+    return res;
+  }
   LinkPredictionOptions lp;
   if (a.has("epochs")) lp.epochs = recipe.epochs;
   lp.hidden = recipe.hidden;
@@ -467,6 +511,14 @@ int run_train(std::vector<std::string> argv) {
       .option("out",
               "run folder: partition, metrics.csv, curves.svg, result.json, checkpoint "
               "(default ./distgraph-run)")
+      .option("eval",
+              "validation metric: full (exact, layer-wise inference over full neighbourhoods; "
+              "default) or sampled (blocks with the training fanouts); the test metric is "
+              "exact either way")
+      .option("eval-every", "validate after every K-th epoch and the last (default 1)")
+      .flag("save-embeddings",
+            "after training, write every node's embedding and predicted class into --out "
+            "(embeddings.npy, predictions.npy, infer.json; as distgraph infer)")
       .flag("resume", "continue from the checkpoint in --out")
       .flag("json", "print one JSON line per epoch and the result object at the end");
   args.parse(1);

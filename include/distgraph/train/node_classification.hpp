@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "distgraph/train/checkpoint.hpp"
+#include "distgraph/train/full_evaluation.hpp"
 #include "distgraph/train/node_model.hpp"
 #include "distgraph/train/run_log.hpp"
 #include "distgraph/train/trainer.hpp"
@@ -80,7 +82,13 @@ struct NodeClassificationOptions {
   /// capped at the last fanout) instead of node_split's plain locality split. For graphs
   /// with skewed degrees, where a partition's seeds can cost far more than another's.
   bool balance_split = true;
-  std::int64_t eval_batch_size = 4096;  ///< validation and test, full neighbourhoods
+  std::int64_t eval_batch_size = 4096;  ///< validation and test: destinations per batch
+  /// How the validation metric is computed (EvalMode): full (exact, by layer-wise
+  /// inference) or sampled (the training fanouts). The test metric is exact either way.
+  EvalMode eval = EvalMode::full;
+  /// Validate after every `eval_every`-th epoch and after the last; other epochs log no
+  /// validation metric (NaN) and cannot be selected.
+  std::int64_t eval_every = 1;
   std::string feature = "feat", label = "label";
   /// > 0: the input is a learnable DistEmbedding of this width per node (trained by
   /// SparseAdam on the servers) instead of `feature`; 0: `feature`, or an embedding of
@@ -177,6 +185,8 @@ struct NodeClassificationResult {
   /// Task-specific keys result.json carries besides the common ones (e.g. typed runs'
   /// "test_macro_f1").
   nlohmann::json extra = nlohmann::json::object();
+  /// Node classification: the selected model (the one `test` measures), on every trainer.
+  NodeModel model{nullptr};
 };
 
 /// Called on rank 0 after each epoch with its row and the metric it reports.
@@ -457,6 +467,7 @@ void check_options(const Options& o) {
   positive(o.hidden, "hidden");
   positive(o.batch_size, "batch size");
   positive(o.eval_batch_size, "evaluation batch size");
+  if constexpr (requires { o.eval_every; }) positive(o.eval_every, "evaluation interval");
   if (o.fanouts.empty()) throw InvalidArgument("train: no fanouts; expected one per layer");
   for (auto f : o.fanouts)
     if (f == 0 || f < -1)
@@ -638,15 +649,13 @@ NodeClassificationResult train_node_classification(const Graph& g,
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
   const auto train_all = detail::masked_nodes(g, o.train_mask);
-  const auto val_all = detail::masked_nodes(g, o.val_mask);
-  const auto test_all = detail::masked_nodes(g, o.test_mask);
   if (train_all.empty())
     throw InvalidArgument("train: node data '" + o.train_mask + "' marks no training node");
-  const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
   NodeClassificationResult res;
   res.extra["sampler"] = o.sampler;
   res.extra["model"] = to_string(o.model);
-  res.num_classes = detail::count_classes(g, o.label, sets);
+  res.extra["eval"] = to_string(o.eval);
+  res.extra["eval_every"] = o.eval_every;
   std::int64_t emb_dim = o.embedding_dim;
   if (emb_dim < 1) {
     try {
@@ -656,6 +665,47 @@ NodeClassificationResult train_node_classification(const Graph& g,
     }
   }
   if (emb_dim > 0) res.feat_dim = emb_dim;
+
+  // Validation and test nodes: where the graph allows layer-wise inference (node features
+  // as the input, one inference share per trainer of the layout), each trainer reads the
+  // masks and labels of its own share only and exact metrics come from layer-wise passes;
+  // otherwise every trainer lists the masked nodes and evaluates its exact split of them
+  // over full-neighbourhood blocks.
+  std::optional<FullEvaluation<Graph>> full_eval;
+  if constexpr (supports_full_evaluation<Graph>) {
+    if (emb_dim == 0 && g.client().layout().num_trainers == world)
+      full_eval.emplace(g, FullEvaluationOptions{.feature = o.feature,
+                                                 .label = o.label,
+                                                 .batch_size = o.eval_batch_size,
+                                                 .rank = rank,
+                                                 .device = o.device,
+                                                 .timeout = o.collective_timeout});
+  }
+  std::vector<std::int64_t> val_all, test_all;
+  ShareNodes val_share, test_share;
+  std::int64_t num_val = 0;
+  if (full_eval) {
+    val_share = full_eval->nodes_of(o.val_mask);
+    test_share = full_eval->nodes_of(o.test_mask);
+    num_val = static_cast<std::int64_t>(val_share.ids.size());
+    if (group) num_val = static_cast<std::int64_t>(all_reduce_sum(
+                   *group, std::vector<double>{static_cast<double>(num_val)},
+                   o.collective_timeout)[0]);
+  } else {
+    val_all = detail::masked_nodes(g, o.val_mask);
+    test_all = detail::masked_nodes(g, o.test_mask);
+    num_val = static_cast<std::int64_t>(val_all.size());
+  }
+  {
+    const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
+    std::int64_t top = detail::count_classes(g, o.label, sets) - 1;
+    if (full_eval) {
+      for (const ShareNodes* s : {&val_share, &test_share})
+        if (s->labels.numel() > 0) top = std::max(top, s->labels.max().item<std::int64_t>());
+      if (group) top = all_reduce_min_max(*group, top, o.collective_timeout).second;
+    }
+    res.num_classes = top + 1;
+  }
 
   const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
   const SplitOptions exact{.rank = rank, .num_trainers = world, .force_even = false};
@@ -675,24 +725,46 @@ NodeClassificationResult train_node_classification(const Graph& g,
     res.extra["cache_rows"] = cache.rows;
     res.extra["cache_bytes"] = cache.bytes;
   }
+  // Loaders of blocks for what layer-wise passes do not evaluate: sampled validation
+  // (of this trainer's share of validation nodes), and everything without full_eval.
   const std::vector<std::int64_t> full(o.fanouts.size(), -1);
-  auto eval_loader = [&](const std::vector<std::int64_t>& all) {
+  auto eval_loader = [&](const std::vector<std::int64_t>& all, bool split,
+                         const std::vector<std::int64_t>& fanouts) {
     if (all.empty()) return detail::MaybeLoader<Loader>();
-    const auto mine = node_split(all, g.book(), exact);
+    const auto mine = split ? node_split(all, g.book(), exact) : all;
     if (mine.empty()) return detail::MaybeLoader<Loader>();
     LoaderOptions lo = train_lo;
     lo.batch_size = o.eval_batch_size;
     lo.shuffle = false;
-    return detail::MaybeLoader<Loader>(Loader(g, mine, full, lo));
+    return detail::MaybeLoader<Loader>(Loader(g, mine, fanouts, lo));
   };
-  auto val_loader = eval_loader(val_all);
-  auto test_loader = eval_loader(test_all);
+  const auto& val_fanouts = o.eval == EvalMode::sampled ? o.fanouts : full;
+  auto val_loader = full_eval ? (o.eval == EvalMode::sampled
+                                     ? eval_loader(val_share.ids, false, val_fanouts)
+                                     : detail::MaybeLoader<Loader>())
+                              : eval_loader(val_all, true, val_fanouts);
+  auto test_loader = full_eval ? detail::MaybeLoader<Loader>() : eval_loader(test_all, true, full);
 
   torch::manual_seed(o.seed);
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
   to.all_reduce.timeout = o.collective_timeout;
   to.gradient_group = groups.gradients;
   Trainer<NodeModel> trainer(detail::make_node_model(o, res.feat_dim, res.num_classes), to, group);
+  // The metrics; collective. Validation as o.eval says, the test metric exact.
+  const auto validate = [&](std::int64_t epoch, Metric m) {
+    if (full_eval && o.eval == EvalMode::full) {
+      const ShareNodes* sets[] = {&val_share};
+      return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];
+    }
+    return trainer.evaluate(val_loader, epoch, m);
+  };
+  const auto test = [&](Metric m) {
+    if (full_eval) {
+      const ShareNodes* sets[] = {&test_share};
+      return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];
+    }
+    return trainer.evaluate(test_loader, o.epochs, m);
+  };
   using Client = typename Graph::client_type;
   std::optional<DistEmbedding<Client>> emb;
   if (emb_dim > 0) {
@@ -716,7 +788,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   // the run's model; its state stays in memory on every trainer and, on rank 0, in
   // out/best.pt. Not with a learned input embedding: its rows on the servers move on
   // every epoch, so the last epoch is the model then (as without a validation set).
-  const bool select = !val_all.empty() && emb_dim == 0;
+  const bool select = num_val > 0 && emb_dim == 0;
   std::int64_t best_epoch = -1;
   double best_val = -1;
   std::string best_bytes;  ///< the best epoch's checkpoint, when this process trained it
@@ -757,11 +829,16 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                 static_cast<double>(after.cached_rows - before.cached_rows)};
     if (group) traffic = all_reduce_sum(*group, traffic, o.collective_timeout);
     metric = st.metric;
-    const EvalResult v = trainer.evaluate(val_loader, e, metric);
-    val = v.value;
+    EvalResult v{.metric = metric,
+                 .value = std::numeric_limits<double>::quiet_NaN(),
+                 .loss = std::numeric_limits<double>::quiet_NaN()};
+    if ((e + 1) % o.eval_every == 0 || e + 1 == o.epochs) {
+      v = validate(e, metric);
+      val = v.value;
+    }
     epoch_s_sum += st.epoch_s;
-    if (select && val > best_val) {
-      best_val = val;
+    if (select && v.value > best_val) {
+      best_val = v.value;
       best_epoch = e;
       best_bytes = checkpoint_bytes(*trainer.model(), trainer.optimizer(),
                                     {{"run", identity}, {"epochs_done", e + 1}, {"best_epoch", e}});
@@ -771,7 +848,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
     const EpochRow row{.epoch = e,
                        .loss = st.loss,
                        .train_metric = st.train_metric,
-                       .val_metric = val,
+                       .val_metric = v.value,
                        .epoch_s = st.epoch_s,
                        .sample_s = st.sample_s,
                        .fetch_s = st.fetch_s,
@@ -798,7 +875,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   if (done == start) {  // nothing left to train: report the checkpoint's model
     if (metric == Metric::automatic)
       metric = res.num_classes == 2 ? Metric::roc_auc : Metric::accuracy;
-    val = trainer.evaluate(val_loader, o.epochs, metric).value;
+    val = validate(o.epochs, metric).value;
   }
   // The selected model, unless it is the one trained last. A best epoch from before a
   // resume is in rank 0's best.pt, which every trainer then receives.
@@ -816,7 +893,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
   res.extra["stopped_early"] = stopped_early;
   res.metric = metric;
   res.val = val;
-  res.test = trainer.evaluate(test_loader, o.epochs, metric).value;
+  res.test = test(metric).value;
+  res.model = trainer.model();
   detail::finish_result(res, g, o, start, done, epoch_s_sum, rank, world);
   return res;
 }

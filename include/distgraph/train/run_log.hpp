@@ -20,6 +20,7 @@ namespace distgraph {
 /// One epoch's figures (seconds and metrics as fractions in [0, 1]).
 struct EpochRow {
   std::int64_t epoch = 0;
+  /// val_metric and val_loss are NaN for an epoch not followed by validation (eval_every).
   double loss = 0, train_metric = 0, val_metric = 0;
   double epoch_s = 0, sample_s = 0, fetch_s = 0, compute_s = 0, allreduce_s = 0;
   /// Rows and bytes the epoch's training batches pulled from other machines' servers,
@@ -152,7 +153,8 @@ inline std::string curves_svg(const std::vector<EpochRow>& rows, const std::stri
       s << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << colours[c % 3]
         << "\" points=\"";
       for (std::size_t i = 0; i < values.size() && i < rows.size(); ++i)
-        s << X(static_cast<double>(rows[i].epoch)) << "," << Y(values[i]) << " ";
+        if (std::isfinite(values[i]))  // epochs without validation (--eval-every) have none
+          s << X(static_cast<double>(rows[i].epoch)) << "," << Y(values[i]) << " ";
       s << "\"/>\n<text x=\"" << x0 + pw - 5 << "\" y=\"" << pad + 16 + 14 * c
         << "\" text-anchor=\"end\" fill=\"" << colours[c % 3] << "\">" << name << "</text>\n";
       ++c;
