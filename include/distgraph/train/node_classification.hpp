@@ -683,18 +683,20 @@ NodeClassificationResult train_node_classification(const Graph& g,
   }
   std::vector<std::int64_t> val_all, test_all;
   ShareNodes val_share, test_share;
-  std::int64_t num_val = 0;
+  std::int64_t num_val = 0, num_test = 0;  ///< over all trainers
   if (full_eval) {
     val_share = full_eval->nodes_of(o.val_mask);
     test_share = full_eval->nodes_of(o.test_mask);
-    num_val = static_cast<std::int64_t>(val_share.ids.size());
-    if (group) num_val = static_cast<std::int64_t>(all_reduce_sum(
-                   *group, std::vector<double>{static_cast<double>(num_val)},
-                   o.collective_timeout)[0]);
+    std::vector<double> counts{static_cast<double>(val_share.ids.size()),
+                               static_cast<double>(test_share.ids.size())};
+    if (group) counts = all_reduce_sum(*group, counts, o.collective_timeout);
+    num_val = static_cast<std::int64_t>(counts[0]);
+    num_test = static_cast<std::int64_t>(counts[1]);
   } else {
     val_all = detail::masked_nodes(g, o.val_mask);
     test_all = detail::masked_nodes(g, o.test_mask);
     num_val = static_cast<std::int64_t>(val_all.size());
+    num_test = static_cast<std::int64_t>(test_all.size());
   }
   {
     const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
@@ -750,8 +752,10 @@ NodeClassificationResult train_node_classification(const Graph& g,
   to.all_reduce.timeout = o.collective_timeout;
   to.gradient_group = groups.gradients;
   Trainer<NodeModel> trainer(detail::make_node_model(o, res.feat_dim, res.num_classes), to, group);
-  // The metrics; collective. Validation as o.eval says, the test metric exact.
+  // The metrics; collective. Validation as o.eval says, the test metric exact. An empty
+  // set scores 0 without a layer-wise pass (every trainer knows the global counts).
   const auto validate = [&](std::int64_t epoch, Metric m) {
+    if (num_val == 0) return EvalResult{.metric = m};
     if (full_eval && o.eval == EvalMode::full) {
       const ShareNodes* sets[] = {&val_share};
       return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];
@@ -759,6 +763,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
     return trainer.evaluate(val_loader, epoch, m);
   };
   const auto test = [&](Metric m) {
+    if (num_test == 0) return EvalResult{.metric = m};
     if (full_eval) {
       const ShareNodes* sets[] = {&test_share};
       return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];
