@@ -10,8 +10,6 @@
 //               ratio = bound / value.
 // This program is also its own trainer: with DISTGRAPH_ROLE=trainer it initialises,
 // prints "ready", and exits.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +24,7 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
+#include "distgraph/runtime/loopback_cluster.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
 #include "support/subprocess.hpp"
@@ -35,27 +34,6 @@
 #endif
 
 namespace {
-
-/// A run of `count` consecutive loopback ports that are free now (checked by binding).
-std::uint16_t free_port_block(int count) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::uint16_t base = distgraph::detail::free_local_port();
-    if (base == 0 || base + count > 65535) continue;
-    bool ok = true;
-    for (int i = 1; i < count && ok; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(static_cast<std::uint16_t>(base + i));
-      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      ::close(fd);
-    }
-    if (ok) return base;
-  }
-  std::fprintf(stderr, "bench_runtime: no free ports\n");
-  std::exit(1);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -102,7 +80,9 @@ int main(int argc, char** argv) {
                                {.method = distgraph::PartMethod::random, .seed = 1});
   {
     std::ofstream ip(dir / "ip_config.txt");
-    for (int m = 0; m < machines; ++m) ip << "127.0.0.1 " << free_port_block(servers) << "\n";
+    std::vector<std::uint16_t> taken;
+    for (int m = 0; m < machines; ++m)
+      ip << "127.0.0.1 " << distgraph::free_port_block(servers, taken) << "\n";
   }
   rep.header({{"machines", std::to_string(machines)},
               {"servers_per_machine", std::to_string(servers)},

@@ -24,10 +24,10 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
+#include "distgraph/runtime/loopback_cluster.hpp"
 #include "distgraph/train/layerwise_inference.hpp"
 #include "distgraph/train/threads.hpp"
 #include "distgraph/train/trained_node_model.hpp"
-#include "loopback_cluster.hpp"
 #include "infer_output.hpp"
 #include "run_command.hpp"
 

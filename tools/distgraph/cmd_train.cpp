@@ -27,6 +27,7 @@
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
+#include "distgraph/runtime/loopback_cluster.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/hetero_node_classification.hpp"
 #include "distgraph/train/link_prediction.hpp"
@@ -34,7 +35,6 @@
 #include "distgraph/train/threads.hpp"
 #include "hetero_input.hpp"
 #include "infer_output.hpp"
-#include "loopback_cluster.hpp"
 #include "run_command.hpp"
 
 namespace distgraph::cli {
@@ -336,7 +336,7 @@ void save_embeddings(const Graph& g, NodeClassificationResult& res,
 
 /// Runs the task `--task` names on `g` (collective over `groups`).
 template <class Graph>
-NodeClassificationResult run_task(const Args& a, const Graph& g,
+RunResult run_task(const Args& a, const Graph& g,
                                   const NodeClassificationOptions& recipe,
                                   const TrainerGroups& groups, bool report,
                                   const std::optional<std::string>& target) {

@@ -165,11 +165,17 @@ class KVClient {
     return created;
   }
 
-  /// Waits until all layout().num_trainers trainers called barrier with `name`.
-  void barrier(const std::string& name) {
-    BarrierRequest q{name, layout_.num_trainers, options_.timeout.count()};
+  /// Waits until all layout().num_trainers trainers called barrier with `name`, at most
+  /// the client's call timeout.
+  void barrier(const std::string& name) { barrier(name, options_.timeout); }
+
+  /// barrier(name) with its own deadline: for meeting points after work whose length does
+  /// not depend on one call (a layer of layer-wise inference over a large graph). The
+  /// server clamps it to one hour.
+  void barrier(const std::string& name, std::chrono::milliseconds timeout) {
+    BarrierRequest q{name, layout_.num_trainers, timeout.count()};
     expect_ok(transport_->call(server_for(0, true), MsgType::barrier, Message::owning(q.encode()),
-                               deadline() + std::chrono::seconds(1)),
+                               deadline_in(timeout) + std::chrono::seconds(1)),
               "barrier '" + name + "'");
   }
 

@@ -51,7 +51,9 @@ struct FullEvaluationOptions {
   std::int64_t batch_size = 4096;  ///< destinations per 1-hop block
   std::int32_t rank = 0;           ///< this trainer (Context::rank()'s numbering)
   torch::Device device = torch::kCPU;
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  ///< the metric's collectives
+  /// The metric's collectives and each layer's barrier (a dead trainer stops the others
+  /// within it).
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
 /// Whether train_node_classification can evaluate `Graph` by layer-wise inference (it
@@ -117,7 +119,8 @@ class FullEvaluation {
                                .logits = true,
                                .rank = o_.rank,
                                .tensor_prefix = "distgraph:eval/",
-                               .device = o_.device});
+                               .device = o_.device,
+                               .barrier_timeout = o_.timeout});
     else
       throw InvalidArgument("FullEvaluation: this graph cannot hold the layers' rows");
     std::vector<EvalResult> out;

@@ -175,7 +175,7 @@ class HeteroModel {
 /// InvalidArgument for an unknown target, relation or model, an empty training set or a
 /// bad recipe, and whatever the graph, loaders and collectives throw.
 template <TrainingGraph Graph>
-NodeClassificationResult train_hetero_node_classification(
+RunResult train_hetero_node_classification(
     const Graph& g, const HeteroNodeClassificationOptions& o, const TrainerGroups& groups = {},
     const EpochCallback& on_epoch = {}) {
   detail::check_options(o);
@@ -195,7 +195,7 @@ NodeClassificationResult train_hetero_node_classification(
                           "' marks no training node");
   const std::string label = typed_data_name(o.target_ntype, o.label);
   const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
-  NodeClassificationResult res;
+  RunResult res;
   res.num_classes = detail::count_classes(g, label, sets);
 
   // The model's shape: every relation of the graph, each type's input width.

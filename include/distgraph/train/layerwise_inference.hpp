@@ -6,6 +6,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +39,10 @@ struct LayerwiseOptions {
   /// Layer l's output lives in node data "<prefix>layer<l>" until the pass ends.
   std::string tensor_prefix = "distgraph:infer/";
   torch::Device device = torch::kCPU;  ///< where each block is computed
+  /// How long a trainer waits at a layer's barrier for the others to finish the layer (a
+  /// dead trainer stops the rest within it): a layer's length grows with the graph, so
+  /// not the client's per-call timeout.
+  std::chrono::milliseconds barrier_timeout{std::chrono::minutes(30)};
 };
 
 /// What one trainer's layerwise_inference returns: its share of the nodes and their rows.
@@ -180,7 +185,8 @@ LayerwiseResult layerwise_inference(Graph g, NodeModel& model, const LayerwiseOp
       }
     }
     // Layer l+1 reads rows every trainer wrote; after the last layer, the tensors can go.
-    g.client().barrier(o.tensor_prefix + "layer" + std::to_string(l) + " done");
+    g.client().barrier(o.tensor_prefix + "layer" + std::to_string(l) + " done",
+                       o.barrier_timeout);
     res.layer_s.push_back(clock.seconds());
   }
   model->train(was_training);

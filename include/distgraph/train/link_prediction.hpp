@@ -20,7 +20,8 @@
 #include "distgraph/dist/edge_data_loader.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/graph/generators.hpp"
-#include "distgraph/train/node_classification.hpp"
+#include "distgraph/train/trainer.hpp"
+#include "distgraph/train/training_run.hpp"
 
 namespace distgraph {
 
@@ -129,7 +130,7 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
 /// after every epoch and the test ROC-AUC at the end. Run log, checkpoints, resume and
 /// errors as train_node_classification; the result's metric is roc_auc.
 template <TrainingGraph Graph>
-NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
+RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
                                                const TrainerGroups& groups = {},
                                                const EpochCallback& on_epoch = {}) {
   const auto& group = groups.control;
@@ -142,7 +143,7 @@ NodeClassificationResult train_link_prediction(const Graph& g, const LinkPredict
   const std::int32_t world = group ? group->getSize() : 1;
   const auto split = detail::split_edges(g, o);
   if (split.train.empty()) throw InvalidArgument("link prediction: no training edge");
-  NodeClassificationResult res;
+  RunResult res;
   res.feat_dim = detail::open_feature(g, o.feature).num_cols();
 
   using Loader = EdgeDataLoader<Graph>;

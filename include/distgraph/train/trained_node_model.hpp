@@ -24,17 +24,6 @@ struct TrainedNodeModel {
   std::int64_t best_epoch = -1;  ///< the selected epoch (best.pt), -1 when not recorded
 };
 
-/// The checkpoint that holds run folder `run_dir`'s model: best.pt (the epoch model
-/// selection chose) when present, else checkpoint.pt (the last epoch). Throws
-/// CheckpointError naming both when neither exists.
-inline std::filesystem::path run_checkpoint(const std::filesystem::path& run_dir) {
-  for (const char* name : {"best.pt", "checkpoint.pt"})
-    if (std::filesystem::is_regular_file(run_dir / name)) return run_dir / name;
-  throw CheckpointError((run_dir / "checkpoint.pt").string(),
-                        "not found, nor best.pt beside it; expected the folder of a "
-                        "`distgraph train` run");
-}
-
 /// The model of node-classification checkpoint `path`, rebuilt from its run identity
 /// (model, layers, widths, aggregator, heads) with its parameters loaded; in eval mode,
 /// on the CPU. Throws CheckpointError when the file is missing or unreadable, was written

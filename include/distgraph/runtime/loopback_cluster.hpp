@@ -1,8 +1,11 @@
-// A loopback cluster's files for the subcommands that run one (`distgraph infer`): an
-// ip_config.txt of free 127.0.0.1 port blocks, one machine per partition, and a secret.
+// A loopback cluster's files: an ip_config.txt of free 127.0.0.1 port blocks, one machine
+// per partition, and a secret. What `distgraph train` and `distgraph infer` start without a
+// cluster, and what benchmarks and tests of real server processes use.
 #pragma once
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -15,7 +18,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/runtime/launcher.hpp"
 
-namespace distgraph::cli {
+namespace distgraph {
 
 /// A port p with p .. p + count - 1 free on 127.0.0.1 (none in `taken`, which gets them).
 /// Throws IoError when no such block turns up.
@@ -29,12 +32,13 @@ inline std::uint16_t free_port_block(int count, std::vector<std::uint16_t>& take
       for (auto t : taken) ok = ok && t != q;
       if (k > 0 && ok) {
         // free_local_port checked the first; bind-test the rest of the block.
-        boost::asio::io_context io;
-        boost::system::error_code ec;
-        boost::asio::ip::tcp::acceptor acc(io);
-        acc.open(boost::asio::ip::tcp::v4(), ec);
-        acc.bind({boost::asio::ip::make_address("127.0.0.1"), q}, ec);
-        ok = !ec;
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(q);
+        ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        if (fd >= 0) ::close(fd);
       }
     }
     if (!ok) continue;
@@ -84,4 +88,4 @@ inline LaunchOptions loopback_launch(const std::filesystem::path& dir,
   return lo;
 }
 
-}  // namespace distgraph::cli
+}  // namespace distgraph
