@@ -41,6 +41,7 @@
 #include "distgraph/train/node_model.hpp"
 #include "distgraph/train/run_log.hpp"
 #include "distgraph/train/trainer.hpp"
+#include "distgraph/train/train_split.hpp"
 #include "distgraph/train/training_run.hpp"
 
 namespace distgraph {
@@ -402,8 +403,31 @@ NodeClassificationResult train_node_classification(const Graph& g,
   const auto& group = groups.control;
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
-  const auto train_all = detail::masked_nodes(g, o.train_mask);
-  if (train_all.empty())
+  // The training seeds. With the same number of trainers on every partition's machine,
+  // from counts (local_train_share: each trainer reads its own partition's mask, nothing
+  // of the whole graph); otherwise every trainer lists the whole training set and takes
+  // its node_split share.
+  std::vector<std::int64_t> train_all, train_ids;
+  std::int64_t num_train = 0;
+  const bool local_split =
+      group && local_split_applies(world, g.book().num_partitions());
+  if (local_split) {
+    const std::int64_t cap = o.fanouts.back() < 0 ? INT64_MAX : o.fanouts.back();
+    LocalShare share = local_train_share(g,
+                                         LocalSplitOptions{.mask = o.train_mask,
+                                                           .rank = rank,
+                                                           .world = world,
+                                                           .balance = o.balance_split,
+                                                           .degree_cap = cap,
+                                                           .timeout = o.collective_timeout},
+                                         group.get());
+    train_ids = std::move(share.ids);
+    num_train = share.total;
+  } else {
+    train_all = detail::masked_nodes(g, o.train_mask);
+    num_train = static_cast<std::int64_t>(train_all.size());
+  }
+  if (num_train == 0)
     throw InvalidArgument("train: node data '" + o.train_mask + "' marks no training node");
   NodeClassificationResult res;
   res.extra["sampler"] = o.sampler;
@@ -453,19 +477,21 @@ NodeClassificationResult train_node_classification(const Graph& g,
     num_test = static_cast<std::int64_t>(test_all.size());
   }
   {
-    const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
+    // Labels this trainer reads: its own seeds' on the local split, else every
+    // training node's; then the largest over the group where trainers read different ones.
+    const std::vector<std::int64_t>* sets[] = {local_split ? &train_ids : &train_all, &val_all,
+                                               &test_all};
     std::int64_t top = detail::count_classes(g, o.label, sets) - 1;
-    if (full_eval) {
-      for (const ShareNodes* s : {&val_share, &test_share})
-        if (s->labels.numel() > 0) top = std::max(top, s->labels.max().item<std::int64_t>());
-      if (group) top = all_reduce_min_max(*group, top, o.collective_timeout).second;
-    }
+    for (const ShareNodes* s : {&val_share, &test_share})
+      if (s->labels.numel() > 0) top = std::max(top, s->labels.max().item<std::int64_t>());
+    if (group && (full_eval || local_split))
+      top = all_reduce_min_max(*group, top, o.collective_timeout).second;
     res.num_classes = top + 1;
   }
 
   const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
   const SplitOptions exact{.rank = rank, .num_trainers = world, .force_even = false};
-  const auto train_ids = detail::train_share(g, train_all, o, even);
+  if (!local_split) train_ids = detail::train_share(g, train_all, o, even);
   using Loader = NodeDataLoader<Graph>;
   const LoaderOptions train_lo{.batch_size = o.batch_size,
                                .shuffle = true,
@@ -536,7 +562,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   // What a checkpoint must agree on to be resumed by this run.
   // GraphSAGE's keys are those of checkpoints written before models could be chosen.
   nlohmann::json model_keys = {{"num_classes", res.num_classes},
-                               {"num_train_nodes", static_cast<std::int64_t>(train_all.size())},
+                               {"num_train_nodes", num_train},
                                {"embedding_dim", emb_dim},
                                {"model", detail::model_identity(o.model)}};
   if (o.model == ModelKind::gat) model_keys["heads"] = o.heads;
