@@ -185,7 +185,7 @@ TEST_CASE("full evaluation (layer-wise inference) equals evaluation over full-ne
   CHECK(full.extra["best_epoch"] == blocks.extra["best_epoch"]);
 }
 
-TEST_CASE("--eval-every K validates after every K-th epoch and the last; only those are "
+TEST_CASE("eval_every K validates after every K-th epoch and the last, and only those are "
           "selected",
           "[train][selection][eval]") {
   Setup s;
