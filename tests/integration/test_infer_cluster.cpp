@@ -125,7 +125,7 @@ TEST_CASE("distgraph infer on 2 loopback machines writes what a standalone run w
   CHECK(none_left(tmp.path().string(), 10s));
 }
 
-TEST_CASE("distgraph infer --output picks the files; a dataset folder is partitioned afresh",
+TEST_CASE("distgraph infer --output picks the files, and a dataset folder is partitioned afresh",
           "[integration][infer]") {
   REQUIRE_INFER();
   TempDir tmp;

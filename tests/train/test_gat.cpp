@@ -182,7 +182,7 @@ TEST_CASE("NodeModel saves and loads exactly what the wrapped model would", "[tr
   CHECK_THROWS(gat->load(again));
 }
 
-TEST_CASE("model kinds round-trip through their names; others are refused by name", "[train]") {
+TEST_CASE("model kinds round-trip through their names, and others are refused by name", "[train]") {
   for (const auto m : {ModelKind::sage, ModelKind::gcn, ModelKind::gat})
     CHECK(parse_model_kind(to_string(m)) == m);
   try {

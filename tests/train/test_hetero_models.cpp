@@ -128,7 +128,7 @@ TEST_CASE("RGCN basis weights are the coefficient combination of the bases", "[t
 }
 
 TEST_CASE(
-    "HeteroSAGE sums or averages the relations into a type; an untargeted type has its own map",
+    "HeteroSAGE sums or averages the relations into a type, and an untargeted type has its own map",
     "[train][hetero]") {
   torch::manual_seed(3);
   // Relation 0: type 1 -> type 0; relation 1: type 0 -> type 0; nothing targets type 1.
@@ -169,7 +169,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("hetero layers handle blocks with no destination; models check chaining and inputs",
+TEST_CASE("hetero layers handle blocks with no destination, and models check chaining and inputs",
           "[train][hetero]") {
   Block empty;
   empty.src_nodes = {1, 2};

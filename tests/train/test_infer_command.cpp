@@ -107,7 +107,7 @@ TEST_CASE("distgraph infer on a trained Cora run predicts result.json's test acc
 }
 
 TEST_CASE("distgraph train --save-embeddings writes the selected model's outputs into the run "
-          "folder; --eval-every leaves gaps in the validation column",
+          "folder, and --eval-every leaves gaps in the validation column",
           "[train][data][slow]") {
   DISTGRAPH_REQUIRE_DATASET(cora, "cora");
   TempDir tmp;
