@@ -191,6 +191,47 @@ TEST_CASE("the balanced local split keeps the seeds and sizes and evens out the 
   }
 }
 
+TEST_CASE("a trainer's split reads its own partition's mask: twice the nodes on twice the "
+          "machines, the same work per trainer",
+          "[train][split]") {
+  // N nodes on 2 partitions, then 2N on 4, one trainer per partition: a whole-graph split
+  // would read N, then 2N mask values on every trainer.
+  std::int64_t most[2] = {0, 0};
+  for (const int k : {1, 2}) {
+    TempDir dir;
+    SbmOptions so;
+    so.num_nodes = 1200 * k;
+    so.num_classes = 4;
+    so.avg_degree = 8;
+    so.feat_dim = 4;
+    so.train_fraction = 0.3;
+    so.val_fraction = 0.2;
+    so.test_fraction = 0.2;
+    so.seed = 5;
+    const int parts = 2 * k;
+    partition_dataset(sbm_dataset(so), "g", parts, dir.path(),
+                      {.method = PartMethod::metis, .seed = 3});
+    StandaloneCluster<> cluster(dir.path() / "g.json");
+    std::vector<std::int64_t> read(static_cast<std::size_t>(parts));
+    std::mutex mu;
+    with_group(parts, [&](int r, CollectiveGroup* group) {
+      const auto share = local_train_share(
+          cluster.graph(), LocalSplitOptions{.rank = r, .world = parts, .degree_cap = 25}, group);
+      std::lock_guard lock(mu);
+      read[static_cast<std::size_t>(r)] = share.mask_rows_read;
+    });
+    const std::int64_t partition = so.num_nodes / parts;
+    for (int r = 0; r < parts; ++r) {
+      INFO(so.num_nodes << " nodes, trainer " << r << " read " << read[static_cast<std::size_t>(r)]);
+      CHECK(read[static_cast<std::size_t>(r)] >= partition * 9 / 10);  // its own partition
+      // Its own, and of others only the ends its share runs into (chunks that double).
+      CHECK(read[static_cast<std::size_t>(r)] <= partition * 16 / 10);
+    }
+    most[k - 1] = *std::max_element(read.begin(), read.end());
+  }
+  CHECK(most[1] < 2400);  // never the whole graph of the larger run
+}
+
 TEST_CASE("the balancing plan moves seeds by counts until the costs meet", "[train][split]") {
   // Trainer 0: 40 seeds of cost 10; trainer 1: 40 of cost 1 (totals 400 and 40).
   std::vector<std::map<std::int64_t, std::int64_t>> hist{{{10, 40}}, {{1, 40}}};

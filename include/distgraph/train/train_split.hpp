@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distgraph/core/error.hpp"
@@ -40,6 +41,9 @@ struct LocalSplitOptions {
 struct LocalShare {
   std::vector<std::int64_t> ids;  ///< the seeds, ceil(total / world) of them
   std::int64_t total = 0;         ///< training nodes in the graph
+  /// Mask values this trainer read: its own partition's nodes, and another partition's
+  /// where its share runs into it (a whole-graph split reads every node's).
+  std::int64_t mask_rows_read = 0;
 };
 
 /// Whether local_train_share can split for `world` trainers over `partitions`: each
@@ -54,7 +58,7 @@ namespace detail {
 /// ascending (none when the graph has no such data). Reads the partition's mask in chunks.
 template <class Graph>
 std::vector<std::int64_t> partition_masked(const Graph& g, const std::string& mask,
-                                           std::int32_t p) {
+                                           std::int32_t p, std::int64_t* rows_read = nullptr) {
   std::vector<std::int64_t> out;
   std::optional<typename Graph::template tensor_type<bool>> m;
   try {
@@ -72,6 +76,35 @@ std::vector<std::int64_t> partition_masked(const Graph& g, const std::string& ma
     for (std::size_t i = 0; i < n; ++i)
       if (values[i]) out.push_back(owned[lo + i]);
   }
+  if (rows_read != nullptr) *rows_read += static_cast<std::int64_t>(owned.size());
+  return out;
+}
+
+/// The first (`back`: last) `k` of partition `p`'s nodes marked by `mask`, ascending: the
+/// partition's mask read from that end in chunks that double, so a share that runs a few
+/// seeds into another partition reads about as many of its nodes, not all of them.
+template <class Graph>
+std::vector<std::int64_t> partition_masked_end(const Graph& g, const std::string& mask,
+                                               std::int32_t p, std::int64_t k, bool back,
+                                               std::int64_t* rows_read) {
+  std::vector<std::int64_t> out;
+  const auto m = g.template ndata<bool>(mask);
+  std::vector<std::int64_t> owned = g.book().owned_nodes(PartId(p));
+  std::sort(owned.begin(), owned.end());
+  if (back) std::reverse(owned.begin(), owned.end());
+  std::size_t chunk = 64;
+  std::vector<std::int64_t> ids;
+  std::unique_ptr<bool[]> values;
+  for (std::size_t lo = 0; lo < owned.size() && static_cast<std::int64_t>(out.size()) < k;
+       lo += chunk, chunk = std::min<std::size_t>(chunk * 2, 1 << 20)) {
+    const std::size_t n = std::min(chunk, owned.size() - lo);
+    values.reset(new bool[n]);
+    m.pull(std::span<const std::int64_t>(owned.data() + lo, n), std::span<bool>(values.get(), n));
+    *rows_read += static_cast<std::int64_t>(n);
+    for (std::size_t i = 0; i < n && static_cast<std::int64_t>(out.size()) < k; ++i)
+      if (values[i]) out.push_back(owned[lo + i]);
+  }
+  if (back) std::reverse(out.begin(), out.end());
   return out;
 }
 
@@ -187,7 +220,8 @@ LocalShare local_train_share(const Graph& g, const LocalSplitOptions& o, Collect
   const std::int32_t per_part = o.world / parts;
   const std::int32_t own = o.rank / per_part;
   std::map<std::int32_t, std::vector<std::int64_t>> lists;
-  lists[own] = detail::partition_masked(g, o.mask, own);
+  std::int64_t rows_read = 0;
+  lists[own] = detail::partition_masked(g, o.mask, own, &rows_read);
   // One count per partition, each from the first trainer of its machine.
   std::vector<double> counts(static_cast<std::size_t>(parts), 0.0);
   if (o.rank % per_part == 0)
@@ -201,17 +235,38 @@ LocalShare local_train_share(const Graph& g, const LocalSplitOptions& o, Collect
   out.total = start.back();
   if (out.total == 0) throw InvalidArgument("train: node data '" + o.mask + "' marks no training node");
   const std::int64_t n = out.total, per = (n + o.world - 1) / o.world;
-  const auto at = [&](std::int64_t position) {
+  // Positions of the global order (partition, then ID) to (partition, index within it).
+  const auto locate = [&](std::int64_t position) {
     const std::int64_t gpos = position % n;
     const auto p = static_cast<std::int32_t>(
         std::upper_bound(start.begin(), start.end(), gpos) - start.begin() - 1);
-    auto it = lists.find(p);
-    if (it == lists.end()) it = lists.emplace(p, detail::partition_masked(g, o.mask, p)).first;
-    return it->second[static_cast<std::size_t>(gpos - start[static_cast<std::size_t>(p)])];
+    return std::pair{p, gpos - start[static_cast<std::size_t>(p)]};
   };
   const std::int64_t first = static_cast<std::int64_t>(o.rank) * per;
+  // Of another partition a share needs a run at its front or its back (or all of it): read
+  // that end only. offset[q]: the index within q of lists[q]'s first ID.
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> need;  // q -> [lo, hi]
+  for (std::int64_t i = 0; i < per; ++i) {
+    const auto [q, k] = locate(first + i);
+    if (q == own) continue;
+    auto [it, fresh] = need.try_emplace(q, k, k);
+    it->second.first = std::min(it->second.first, k);
+    it->second.second = std::max(it->second.second, k);
+  }
+  std::map<std::int32_t, std::int64_t> offset;
+  for (const auto& [q, range] : need) {
+    const std::int64_t count = start[static_cast<std::size_t>(q) + 1] - start[static_cast<std::size_t>(q)];
+    const bool back = range.first > 0;
+    const std::int64_t k = back ? count - range.first : range.second + 1;
+    lists[q] = detail::partition_masked_end(g, o.mask, q, k, back, &rows_read);
+    offset[q] = back ? range.first : 0;
+  }
   out.ids.reserve(static_cast<std::size_t>(per));
-  for (std::int64_t i = 0; i < per; ++i) out.ids.push_back(at(first + i));
+  for (std::int64_t i = 0; i < per; ++i) {
+    const auto [q, k] = locate(first + i);
+    out.ids.push_back(lists[q][static_cast<std::size_t>(k - (q == own ? 0 : offset[q]))]);
+  }
+  out.mask_rows_read = rows_read;
   lists.clear();
   if (!o.balance || o.world < 2) return out;
   if constexpr (requires(std::span<const std::int64_t> ids) { g.in_degrees(ids); }) {
