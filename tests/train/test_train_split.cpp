@@ -20,53 +20,13 @@
 #include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/train_split.hpp"
 #include "support/temp_dir.hpp"
+#include "trainer_threads.hpp"
 
 using namespace distgraph;
 using distgraph::test::TempDir;
+using distgraph::test::with_group;
 
 namespace {
-
-constexpr std::chrono::milliseconds timeout{30000};
-
-/// Runs `body(rank, group)` on `world` threads joined in a gloo group over a TCPStore of
-/// 127.0.0.1; rethrows the first failure after all finished.
-void with_group(int world, const std::function<void(int, CollectiveGroup*)>& body) {
-  std::promise<std::uint16_t> port;
-  auto port_future = port.get_future().share();
-  std::vector<std::future<void>> done;
-  for (int r = 0; r < world; ++r)
-    done.push_back(std::async(std::launch::async, [&, r] {
-      RendezvousOptions o{.master_addr = "127.0.0.1",
-                          .master_port = 0,
-                          .rank = r,
-                          .world_size = world,
-                          .timeout = timeout,
-                          .hostname = "127.0.0.1",
-                          .interface = {}};
-      c10::intrusive_ptr<c10d::TCPStore> store;
-      if (r == 0) {
-        store = make_tcp_store(o);
-        port.set_value(store->getPort());
-      } else {
-        if (port_future.wait_for(timeout) != std::future_status::ready)
-          throw TimeoutError("rank 0 never published its store port");
-        o.master_port = port_future.get();
-        store = make_tcp_store(o);
-      }
-      auto group = make_gloo_group(store, o);
-      body(r, group.get());
-    }));
-  std::exception_ptr first;
-  for (auto& f : done) {
-    REQUIRE(f.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
-    try {
-      f.get();
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-  }
-  if (first) std::rethrow_exception(first);
-}
 
 /// A skewed SBM graph in 2 METIS partitions.
 struct Parts {
@@ -90,11 +50,11 @@ std::vector<std::vector<std::int64_t>> shares(StandaloneCluster<>& cluster, int 
                                               bool balance, std::int64_t& total) {
   std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(world));
   std::mutex mu;
-  with_group(world, [&](int r, CollectiveGroup* group) {
+  with_group(world, [&](int r, c10::intrusive_ptr<CollectiveGroup> group) {
     const auto share = local_train_share(
         cluster.graph(),
         LocalSplitOptions{.rank = r, .world = world, .balance = balance, .degree_cap = 25},
-        world > 1 ? group : nullptr);
+        world > 1 ? group.get() : nullptr);
     std::lock_guard lock(mu);
     out[static_cast<std::size_t>(r)] = share.ids;
     total = share.total;
@@ -138,10 +98,10 @@ TEST_CASE("the plain local split equals node_split over the whole training set",
   // A mask nobody marks: every trainer learns it from the counts, none hangs.
   std::vector<std::string> errors;
   std::mutex mu;
-  with_group(2, [&](int r, CollectiveGroup* group) {
+  with_group(2, [&](int r, c10::intrusive_ptr<CollectiveGroup> group) {
     try {
       local_train_share(cluster.graph(),
-                        LocalSplitOptions{.mask = "no_such_mask", .rank = r, .world = 2}, group);
+                        LocalSplitOptions{.mask = "no_such_mask", .rank = r, .world = 2}, group.get());
     } catch (const InvalidArgument& e) {
       std::lock_guard lock(mu);
       errors.push_back(e.what());
@@ -214,9 +174,9 @@ TEST_CASE("a trainer's split reads its own partition's mask: twice the nodes on 
     StandaloneCluster<> cluster(dir.path() / "g.json");
     std::vector<std::int64_t> read(static_cast<std::size_t>(parts));
     std::mutex mu;
-    with_group(parts, [&](int r, CollectiveGroup* group) {
+    with_group(parts, [&](int r, c10::intrusive_ptr<CollectiveGroup> group) {
       const auto share = local_train_share(
-          cluster.graph(), LocalSplitOptions{.rank = r, .world = parts, .degree_cap = 25}, group);
+          cluster.graph(), LocalSplitOptions{.rank = r, .world = parts, .degree_cap = 25}, group.get());
       std::lock_guard lock(mu);
       read[static_cast<std::size_t>(r)] = share.mask_rows_read;
     });
