@@ -54,16 +54,20 @@
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/partition/partition_graph.hpp"
+#include "support/child.hpp"
+#include "support/gpmetis.hpp"
 #include "support/report.hpp"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 using distgraph::bench::Figure;
+using distgraph::bench::GpmetisRun;
 using distgraph::bench::Kind;
 using distgraph::bench::Reporter;
+using distgraph::bench::run_gpmetis;
+using distgraph::bench::run_in_child;
+using distgraph::bench::write_metis_graph;
 using nlohmann::json;
 
 struct Args {
@@ -126,185 +130,6 @@ Args parse(int argc, char** argv) {
 [[noreturn]] void fail(const std::string& why) {
   std::fprintf(stderr, "bench_partition: %s\n", why.c_str());
   std::exit(1);
-}
-
-/// A value from /proc/self/status ("VmHWM:", "VmRSS:") in bytes; 0 if absent.
-std::int64_t proc_status_bytes(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string k;
-  while (in >> k) {
-    if (k == key) {
-      std::int64_t kib = 0;
-      in >> kib;
-      return kib * 1024;
-    }
-    std::getline(in, k);
-  }
-  return 0;
-}
-
-/// Runs `fn` in a forked child and returns the JSON object it produced, with the child's
-/// "start_rss_bytes" (resident right after the fork: the inherited input) and
-/// "peak_rss_bytes" (VmHWM since the start, reset via /proc/self/clear_refs) added.
-/// The parent must be single-threaded here (parallel_chunks joins its threads).
-json run_in_child(const std::function<json()>& fn) {
-  int fds[2];
-  if (::pipe(fds) != 0) fail(std::string("pipe: ") + std::strerror(errno));
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) fail(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    json out;
-    try {
-      // "5" resets the peak RSS to the current RSS (Linux >= 4.0, proc(5)).
-      bool reset = false;
-      if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-        reset = std::fputs("5", f) >= 0;
-        reset = (std::fclose(f) == 0) && reset;
-      }
-      const std::int64_t start_rss = proc_status_bytes("VmRSS:");
-      out = fn();
-      out["start_rss_bytes"] = start_rss;
-      out["peak_rss_bytes"] = proc_status_bytes("VmHWM:");
-      out["peak_reset"] = reset;
-    } catch (const std::exception& e) {
-      out = {{"error", e.what()}};
-    }
-    const std::string text = out.dump();
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t w = ::write(fds[1], text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += static_cast<std::size_t>(w);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[1 << 12];
-  for (;;) {
-    const ssize_t r = ::read(fds[0], buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    text.append(buf, static_cast<std::size_t>(r));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty())
-    fail("partition child died (status " + std::to_string(status) + ")");
-  json j = json::parse(text);
-  if (j.contains("error")) fail("partition child: " + j["error"].get<std::string>());
-  return j;
-}
-
-/// Writes `g` (symmetric, no self loops) as a METIS graph file: "n m" with m undirected
-/// edges, then one line of 1-based neighbours per node. Rows are formatted in parallel,
-/// a round of `threads` blocks at a time, and written in order.
-void write_metis_graph(const fs::path& path, const distgraph::Graph& g, unsigned threads) {
-  const std::int64_t n = g.num_nodes();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail(path.string() + ": cannot create: " + std::strerror(errno));
-  std::fprintf(f, "%lld %lld\n", static_cast<long long>(n),
-               static_cast<long long>(g.num_edges() / 2));
-  const std::int64_t* indptr = g.out.indptr.data();
-  const std::int64_t* indices = g.out.indices.data();
-  // Blocks of about 1M adjacency entries keep the buffers small.
-  std::vector<std::int64_t> cuts{0};
-  for (std::int64_t v = 0; v < n;) {
-    std::int64_t e = v + 1;
-    while (e < n && indptr[e] - indptr[cuts.back()] < (1 << 20)) ++e;
-    cuts.push_back(e);
-    v = e;
-  }
-  const auto blocks = static_cast<std::int64_t>(cuts.size()) - 1;
-  std::vector<std::string> text(threads);
-  for (std::int64_t first = 0; first < blocks; first += threads) {
-    const std::int64_t last = std::min<std::int64_t>(blocks, first + threads);
-    distgraph::parallel_chunks(
-        first, last, threads,
-        [&](unsigned, std::int64_t bb, std::int64_t be) {
-          for (std::int64_t b = bb; b < be; ++b) {
-            std::string& s = text[static_cast<std::size_t>(b - first)];
-            const std::int64_t vb = cuts[static_cast<std::size_t>(b)];
-            const std::int64_t ve = cuts[static_cast<std::size_t>(b) + 1];
-            s.resize(static_cast<std::size_t>((indptr[ve] - indptr[vb]) * 21 + (ve - vb)));
-            char* p = s.data();
-            for (std::int64_t v = vb; v < ve; ++v) {
-              for (std::int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
-                if (k > indptr[v]) *p++ = ' ';
-                p = std::to_chars(p, p + 20, indices[k] + 1).ptr;
-              }
-              *p++ = '\n';
-            }
-            s.resize(static_cast<std::size_t>(p - s.data()));
-          }
-        },
-        1);
-    for (std::int64_t b = first; b < last; ++b) {
-      const std::string& s = text[static_cast<std::size_t>(b - first)];
-      if (std::fwrite(s.data(), 1, s.size(), f) != s.size())
-        fail(path.string() + ": write failed: " + std::strerror(errno));
-    }
-  }
-  if (std::fclose(f) != 0) fail(path.string() + ": close failed: " + std::strerror(errno));
-}
-
-struct GpmetisRun {
-  double wall_s = 0;
-  double partitioning_s = -1;  ///< its own "Partitioning:" time (METIS only)
-  double io_s = -1;
-  std::int64_t edge_cut = -1;
-  std::int64_t max_rss_bytes = 0;
-};
-
-/// Runs `gpmetis FILE parts` with its output in `log`, and reads its figures back.
-GpmetisRun run_gpmetis(const std::string& exe, const fs::path& graph_file, std::int64_t parts,
-                       const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  const std::string parts_s = std::to_string(parts);
-  std::string file_s = graph_file.string();
-  std::string exe_s = exe;
-  char* argv[] = {exe_s.data(), file_s.data(), const_cast<char*>(parts_s.c_str()), nullptr};
-  distgraph::Stopwatch clock;
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) fail(exe + ": cannot start: " + std::strerror(rc) + " (install Debian's metis)");
-  int status = 0;
-  struct rusage ru {};
-  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-  }
-  GpmetisRun r;
-  r.wall_s = clock.seconds();
-  r.max_rss_bytes = static_cast<std::int64_t>(ru.ru_maxrss) * 1024;
-  std::ifstream in(log);
-  std::stringstream all;
-  all << in.rdbuf();
-  const std::string out = all.str();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail(exe + " failed (status " + std::to_string(status) + "):\n" + out);
-  auto number_after = [&](const std::string& key) -> std::string {
-    const auto at = out.find(key);
-    if (at == std::string::npos) return {};
-    auto p = out.find_first_not_of(" \t", at + key.size());
-    const auto e = out.find_first_of(" \t,\n", p);
-    return p == std::string::npos ? std::string{} : out.substr(p, e - p);
-  };
-  try {
-    r.edge_cut = std::stoll(number_after("Edgecut:"));
-    r.partitioning_s = std::stod(number_after("Partitioning:"));
-    r.io_s = std::stod(number_after("I/O:"));
-  } catch (const std::exception&) {
-    fail(exe + ": cannot read Edgecut / Partitioning time from its output:\n" + out);
-  }
-  return r;
 }
 
 struct FileSize {
@@ -383,7 +208,7 @@ json result_json(const distgraph::PartitionResult& r, double seconds) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Reporter rep(argc, argv, "bench_partition");
   const Args args = parse(argc, argv);
   const unsigned T = args.threads;
@@ -591,4 +416,12 @@ int main(int argc, char** argv) {
            " files, " + mib(static_cast<double>(out_bytes)) + " written; plain writes took " +
            fixed(write_s) + " s");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
 }

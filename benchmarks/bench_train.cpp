@@ -87,7 +87,9 @@
 #include "distgraph/train/threads.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
+#include "support/rmat_dataset.hpp"
 #include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
 
 #ifndef DISTGRAPH_CLI
 #define DISTGRAPH_CLI "distgraph"
@@ -145,61 +147,12 @@ distgraph::NodeClassificationOptions bench_recipe(const Args& a) {
   return o;
 }
 
-/// The benchmark's working folder: a temporary one, removed with everything in it on
-/// destruction, or `keep` (for profiling `distgraph train` on the same files afterwards).
-struct TempDir {
-  fs::path path;
-  bool remove = true;
-  explicit TempDir(const std::string& keep)
-      : path(keep.empty() ? fs::temp_directory_path() /
-                                ("distgraph-bench-train-" + std::to_string(::getpid()))
-                          : fs::path(keep)),
-        remove(keep.empty()) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (remove) fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 /// The benchmark's dataset (see the top of the file) as a Dataset.
 distgraph::Dataset make_dataset(const Args& a) {
-  using distgraph::Buffer;
-  const distgraph::Graph g = distgraph::build_graph(
-      distgraph::rmat({.scale = a.scale, .edge_factor = a.edge_factor, .seed = 1}),
-      {.remove_self_loops = true, .remove_duplicates = true, .symmetrize = true});
-  distgraph::Coo coo = g.to_coo();
-  distgraph::Dataset d;
-  d.name = "rmat" + std::to_string(a.scale);
-  d.num_nodes = coo.num_nodes;
-  d.src = std::move(coo.src);
-  d.dst = std::move(coo.dst);
-  const auto n = static_cast<std::size_t>(d.num_nodes);
-  std::vector<float> feat(n * static_cast<std::size_t>(a.feat_dim));
-  distgraph::detail::SplitMix64 feat_rng(2);
-  for (auto& x : feat) x = static_cast<float>(feat_rng.normal());
-  d.feat = Buffer<float>(std::move(feat));
-  d.feat_dim = a.feat_dim;
-  std::vector<std::int64_t> label(n);
-  distgraph::detail::SplitMix64 label_rng(3);
-  for (auto& y : label)
-    y = static_cast<std::int64_t>(label_rng.below(static_cast<std::uint64_t>(a.classes)));
-  d.label = Buffer<std::int64_t>(std::move(label));
-  d.num_classes = a.classes;
-  // 10% uniform: the head of a partial Fisher-Yates shuffle.
-  std::vector<std::int64_t> order(n);
-  for (std::size_t v = 0; v < n; ++v) order[v] = static_cast<std::int64_t>(v);
-  distgraph::detail::SplitMix64 rng(4);
-  d.train_mask = Buffer<bool>::zeros(n);
-  for (std::size_t i = 0; i < n / 10; ++i) {
-    std::swap(order[i], order[i + rng.below(n - i)]);
-    d.train_mask[static_cast<std::size_t>(order[i])] = true;
-  }
-  return d;
+  return distgraph::bench::rmat_dataset({.scale = a.scale,
+                                         .edge_factor = a.edge_factor,
+                                         .feat_dim = a.feat_dim,
+                                         .classes = a.classes});
 }
 
 /// One batch made beforehand: what the model reads, as tensors.
@@ -526,8 +479,7 @@ void epoch_dist(Bench& bench) {
     const bool plain = std::string(v.name) == "plain";
     if (plain) plain_bytes = bytes;
     nlohmann::json params = bench.params;
-    params["mode"] =
-        "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
+    params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
     params["variant"] = v.name;
     params["flags"] = v.flags;
     params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
@@ -560,8 +512,9 @@ void epoch_dist(Bench& bench) {
                          .bound_name = bound_name,
                          .kind = Kind::time,
                          .params = {{"variant", v.name},
-                                    {"model", "compute_s + sample_s + remote_bytes / trainers / "
-                                              "1.25e9 B/s"},
+                                    {"model",
+                                     "compute_s + sample_s + remote_bytes / trainers / "
+                                     "1.25e9 B/s"},
                                     {"compute_s", m.compute_s},
                                     {"sample_s", m.sample_s},
                                     {"remote_bytes_per_trainer", bytes / trainers}}});
@@ -575,8 +528,8 @@ void labor_input_nodes(Bench& bench) {
   const distgraph::StandaloneGraph g = cluster.graph();
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   const distgraph::NodeClassificationOptions o;
-  const auto ids = distgraph::detail::train_share(g, train_all, o,
-                                                  {.rank = 0, .num_trainers = 2, .force_even = true});
+  const auto ids = distgraph::detail::train_share(
+      g, train_all, o, {.rank = 0, .num_trainers = 2, .force_even = true});
   double inputs[2] = {0, 0};
   std::int64_t batches = 0;
   for (int k = 0; k < 2; ++k) {
@@ -649,7 +602,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const TempDir tmp(args.keep);
+  const distgraph::bench::WorkDir tmp(args.keep, "distgraph-bench-train");
   bench.rep.note("generating the R-MAT dataset ...");
   distgraph::Stopwatch clock;
   const distgraph::Dataset data = make_dataset(args);

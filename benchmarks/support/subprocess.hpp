@@ -2,6 +2,7 @@
 // line by line as it comes.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,9 +18,12 @@ namespace distgraph::bench {
 /// Runs `argv` (argv[0] a path, no PATH search) to completion with its stdout captured and
 /// calls `on_line` with each line of it (without the newline) as it arrives; stderr stays
 /// the caller's. Returns the wait status (WIFEXITED / WEXITSTATUS; 127 when argv[0] could
-/// not be started). Exits the program with status 1 when no pipe or process can be made.
+/// not be started). With `usage`, the child's resource usage (wait4: its CPU time and peak
+/// RSS, ru_maxrss in KiB) is stored there. Exits the program with status 1 when no pipe or
+/// process can be made.
 inline int run_lines(const std::vector<std::string>& argv,
-                     const std::function<void(const std::string&)>& on_line) {
+                     const std::function<void(const std::string&)>& on_line,
+                     struct rusage* usage = nullptr) {
   // Built before fork: the child of a multi-threaded parent must not allocate.
   std::vector<char*> args;
   for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
@@ -60,8 +64,10 @@ inline int run_lines(const std::vector<std::string>& argv,
   if (!buf.empty()) on_line(buf);
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage ru {};
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  if (usage != nullptr) *usage = ru;
   return status;
 }
 

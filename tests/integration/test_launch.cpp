@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -105,6 +106,42 @@ TEST_CASE("a 2 x (2 servers + 2 trainers) loopback job runs to the end and leave
   CHECK(checksum_line(launcher.output()) == expected);
   CHECK(none_left(job.marker(), 10s));
   CHECK(job.ports_closed(2));
+}
+
+TEST_CASE("--report names every process with its exit and its own peak memory",
+          "[integration][net][launch]") {
+  Job job(1);
+  const auto report = job.tmp / "report.json";
+  // Trainer 0.0 holds a 96 MB string (bash's command substitution) before it exits; the
+  // other trainer holds nothing: the report must tell them apart, process by process.
+  auto argv =
+      job.launch(1, 1,
+                 {"/bin/bash", "-c",
+                  "if [ \"$RANK\" = 0 ]; then x=$(head -c 96000000 /dev/zero | tr '\\0' a); "
+                  "echo held ${#x}; fi"});
+  argv.insert(argv.begin() + 2, {"--report", report.string()});
+  ChildProcess launcher(argv);
+  const auto st = launcher.wait(60s);
+  INFO(launcher.output());
+  REQUIRE(st.has_value());
+  REQUIRE(WEXITSTATUS(*st) == 0);
+  CHECK_THAT(launcher.output(), Catch::Contains("held 96000000"));
+  std::ifstream in(report);
+  REQUIRE(in);
+  const auto j = nlohmann::json::parse(in);
+  INFO(j.dump());
+  CHECK(j["exit"] == 0);
+  std::map<std::string, nlohmann::json> by_label;
+  for (const auto& p : j["processes"]) by_label[p["label"].get<std::string>()] = p;
+  REQUIRE(by_label.size() == 4);  // 2 machines x (1 server + 1 trainer)
+  for (const auto& [label, p] : by_label) {
+    CHECK(p["status"] == "exited with status 0");
+    CHECK(p["seconds"].get<double>() >= 0);
+    CHECK(p["peak_rss_bytes"].get<std::int64_t>() > 0);
+  }
+  CHECK(by_label["server 0.0"]["server"] == true);
+  CHECK(by_label["trainer 0.0"]["peak_rss_bytes"].get<std::int64_t>() >= 96'000'000);
+  CHECK(by_label["trainer 1.0"]["peak_rss_bytes"].get<std::int64_t>() < 48'000'000);
 }
 
 TEST_CASE("a failing trainer stops the whole job and is named",

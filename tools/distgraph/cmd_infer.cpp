@@ -252,6 +252,7 @@ int run_infer(std::vector<std::string> argv) {
   // A loopback cluster whose trainers run this subcommand in the trainer role.
   LaunchOptions lo = loopback_launch(tmp.path(), config, num_parts, servers, trainers);
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
+  lo.report = out / "processes.json";                    // each process's time and peak RSS
   lo.program = {self_program(), "--checkpoint", run_dir.string(), "--out", out.string(),
                 "--output", want.name, "--batch-size", std::to_string(batch_size)};
   const auto started = fs::file_time_type::clock::now();

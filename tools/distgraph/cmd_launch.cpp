@@ -37,12 +37,16 @@ int run_launch(std::vector<std::string> argv) {
               "instead of `distgraph serve`: a program built with its own composition")
       .option("ssh", "program used to reach remote machines (default ssh)")
       .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
+      .option("report",
+              "write a JSON summary of every process here at the end (exit status, seconds, "
+              "peak RSS)")
       .flag("dry-run", "print every command with its environment and start nothing");
   args.parse(0);
   if (args.help()) {
     args.print_help(
         "distgraph launch --ip-config F --part-config C [--servers S] [--trainers T]\n"
-        "                 [--workspace DIR] [--secret-file P] [--server-program P] [--dry-run]\n"
+        "                 [--workspace DIR] [--secret-file P] [--server-program P]\n"
+        "                 [--report FILE] [--dry-run]\n"
         "                 -- PROGRAM ARGS...");
     return 0;
   }
@@ -63,6 +67,7 @@ int run_launch(std::vector<std::string> argv) {
   o.server_program = args.get_or("server-program", "");
   o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
   o.dry_run = args.has("dry-run");
+  o.report = args.get_or("report", "");
   o.distgraph_program = self_program();
   o.program = std::move(program);
   if (!o.secret_file.empty()) read_secret_file(o.secret_file);  // fail early, clearly

@@ -588,6 +588,7 @@ int run_train(std::vector<std::string> argv) {
   // A loopback cluster: machine i on 127.0.0.1 serves partition i.
   LaunchOptions lo = loopback_launch(out, config, num_parts, servers, trainers);
   lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
+  lo.report = out / "processes.json";                    // each process's time and peak RSS
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
   lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);

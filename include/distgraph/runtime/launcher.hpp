@@ -52,6 +52,9 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{5'000};            ///< SIGTERM -> SIGKILL
   std::chrono::milliseconds shutdown_grace{15'000};  ///< shutdown request -> SIGTERM
   std::string ssh = "ssh";                           ///< program used for remote machines
+  /// Non-empty: at the end, a JSON summary of every process written here (label, pid, exit,
+  /// seconds, peak RSS; see docs/RUNTIME.md), so runs can be compared by their memory.
+  std::filesystem::path report;
 };
 
 /// One process the launcher runs.
@@ -68,6 +71,10 @@ struct LaunchProcess {
   bool running = false;   ///< started and not yet reported ended
   bool reported = false;  ///< its end was handled by the launcher
   int status = 0;         ///< wait status of the program once ended
+  /// Peak resident memory of the program in bytes once ended (its keeper's wait4); -1 when
+  /// unknown: not ended, its keeper died, or remote (the keeper waits on ssh, not on it).
+  std::int64_t peak_rss_bytes = -1;
+  std::chrono::steady_clock::time_point started{}, ended{};
 };
 
 /// Single-quotes `s` for a POSIX shell.
@@ -296,6 +303,7 @@ class LaunchRun {
       throw;
     }
     p.pid = k.program;
+    p.started = std::chrono::steady_clock::now();
     p.keeper = k.keeper;
     p.records = k.records;
     p.running = true;
@@ -430,6 +438,8 @@ class LaunchRun {
         if (r.kind == keeper_ended && p.running) {
           p.running = false;
           p.status = r.value;
+          p.ended = std::chrono::steady_clock::now();
+          if (!p.remote) p.peak_rss_bytes = r.peak_rss_kib * 1024;
         }
     }
   }
@@ -445,6 +455,7 @@ class LaunchRun {
         if (p.running) {  // the keeper died before reporting: its status is all we know
           p.running = false;
           p.status = st;
+          p.ended = std::chrono::steady_clock::now();
         }
         p.keeper = -1;
         ::close(p.records);
@@ -472,7 +483,38 @@ class LaunchRun {
 
   int end(int code) {
     pump_.join(output_linger);
+    if (!o_.report.empty()) write_report(code);
     return code;
+  }
+
+  /// o_.report: {"exit": code, "processes": [{label, server, machine, pid, status, seconds,
+  /// peak_rss_bytes}]}, written under a temporary name and renamed. A failure is said, not
+  /// thrown: the launch's own outcome matters more than its summary.
+  void write_report(int code) {
+    std::string s = "{\"exit\": " + std::to_string(code) + ", \"processes\": [";
+    for (std::size_t i = 0; i < procs_.size(); ++i) {
+      const LaunchProcess& p = procs_[i];
+      const bool done = p.pid > 0 && !p.running && p.ended >= p.started;
+      const double secs = done ? std::chrono::duration<double>(p.ended - p.started).count() : -1;
+      char num[64];
+      std::snprintf(num, sizeof num, "%.3f", secs);
+      s += std::string(i ? ", " : "") + "{\"label\": \"" + p.label +
+           "\", \"server\": " + (p.server ? "true" : "false") +
+           ", \"machine\": " + std::to_string(p.machine) + ", \"pid\": " + std::to_string(p.pid) +
+           ", \"status\": \"" + (done ? describe_status(p.status) : std::string("not ended")) +
+           "\", \"seconds\": " + num + ", \"peak_rss_bytes\": " + std::to_string(p.peak_rss_bytes) +
+           "}";
+    }
+    s += "]}\n";
+    const std::filesystem::path tmp = o_.report.string() + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    const bool ok = f != nullptr && std::fwrite(s.data(), 1, s.size(), f) == s.size();
+    if (f != nullptr && std::fclose(f) == 0 && ok) {
+      std::error_code ec;
+      std::filesystem::rename(tmp, o_.report, ec);
+      if (!ec) return;
+    }
+    say("could not write the process report " + o_.report.string());
   }
 
   void restore() {

@@ -4,8 +4,9 @@
 // The launcher forks a keeper (no exec); the keeper becomes a child subreaper and forks the
 // program in its own process group. Everything the program starts stays below the keeper:
 // orphans are reparented to it instead of to init. The keeper
-//   - reports the program's pid at start and its wait status when it ends (a record on a
-//     pipe), then terminates what the program left behind: SIGTERM, SIGKILL after `grace`;
+//   - reports the program's pid at start and its wait status and peak resident memory when
+//     it ends (a record on a pipe), then terminates what the program left behind: SIGTERM, SIGKILL
+//     after `grace`;
 //   - forwards the launcher's requests to the whole tree: SIGTERM -> SIGTERM, SIGUSR1 ->
 //     SIGKILL;
 //   - kills the whole tree at once when the launcher is gone (the read end of a pipe only the
@@ -19,6 +20,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +70,7 @@ struct ExecPlan {
 struct KeeperRecord {
   std::int32_t kind;   ///< keeper_started or keeper_ended
   std::int32_t value;  ///< started: the program's pid (or -errno); ended: its wait status
+  std::int64_t peak_rss_kib = 0;  ///< ended: the program's peak RSS (wait4's ru_maxrss)
 };
 inline constexpr std::int32_t keeper_started = 1;
 inline constexpr std::int32_t keeper_ended = 2;
@@ -286,11 +289,12 @@ inline void signal_tree(pid_t self, pid_t program, int sig) {
   for (;;) {
     for (;;) {
       int st = 0;
-      const pid_t p = ::waitpid(-1, &st, WNOHANG);
+      struct rusage ru {};
+      const pid_t p = ::wait4(-1, &st, WNOHANG, &ru);
       if (p > 0) {
         if (p == program) {
           program_done = true;
-          const KeeperRecord ended{keeper_ended, st};
+          const KeeperRecord ended{keeper_ended, st, static_cast<std::int64_t>(ru.ru_maxrss)};
           (void)::write(records, &ended, sizeof ended);
           // What the program left behind goes with it.
           signal_tree(self, program, SIGTERM);
