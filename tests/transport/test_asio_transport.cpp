@@ -532,6 +532,42 @@ TEST_CASE("a client started before its server connects once the server listens",
   CHECK(t.call(0, MsgType::pull, text("late start"), soon()).text() == "late start");
 }
 
+TEST_CASE("a server that is up completes the handshake while another is still starting",
+          "[transport][net]") {
+  // Servers load their partitions at different speeds: the client must answer the hello of
+  // the one that listens first at once, not after connecting to the slow one (which, past
+  // the fast one's handshake timeout, got the client refused).
+  test::ReservedPort late;
+  const std::uint16_t late_port = late.port();
+  LogSink log;
+  AsioServerOptions fast_options;
+  fast_options.handshake_timeout = 300ms;
+  fast_options.log = log.fn();
+  auto fast = start_server(echo, fast_options);
+  const std::uint16_t fast_port = fast->port();
+  auto client = std::async(std::launch::async, [late_port, fast_port] {
+    return AsioTransport({{"127.0.0.1", late_port}, {"127.0.0.1", fast_port}}, client_options());
+  });
+  const auto authenticated = [&] {
+    const auto s = fast->stats();
+    return s.connections == 1 && s.unauthenticated == 0;
+  };
+  for (const auto until = std::chrono::steady_clock::now() + 5s;
+       !authenticated() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(5ms);
+  CHECK(authenticated());
+  // Server 0 is not up: the client is still connecting.
+  REQUIRE(client.wait_for(0ms) == std::future_status::timeout);
+  late.release();
+  auto slow = start_server(echo, {.port = late_port});
+  REQUIRE(client.wait_for(10s) == std::future_status::ready);
+  AsioTransport t = client.get();
+  CHECK(t.call(1, MsgType::pull, text("fast"), soon()).text() == "fast");
+  CHECK(t.call(0, MsgType::pull, text("slow"), soon()).text() == "slow");
+  std::lock_guard lock(log.mu);
+  for (const auto& line : log.lines) CHECK_THAT(line, !Catch::Contains("no valid hello"));
+}
+
 TEST_CASE("connecting gives up with TimeoutError after connect_timeout", "[transport][net]") {
   test::ReservedPort reserved;
   auto opt = client_options();

@@ -32,22 +32,10 @@ class PartitionSite final : public SamplerSite {
   /// edge data fail with InvalidArgument.
   PartitionSite(const Partition& part, const Book& book, std::shared_ptr<S> storage)
       : part_(part),
+        book_(book),
         storage_(std::move(storage)),
         view_(partition_view(part)),
         num_edge_types_(book.num_edge_types()) {
-    // Position in the CSC of each owned edge, by its local (book) edge ID.
-    std::vector<std::int64_t> owned_pos, owned_gid;
-    for (std::size_t e = 0; e < part_.eid.size(); ++e)
-      if (part_.inner_edge[e]) {
-        owned_pos.push_back(static_cast<std::int64_t>(e));
-        owned_gid.push_back(part_.eid[e]);
-      }
-    std::vector<std::int64_t> owned_local(owned_gid.size());
-    detail::global_to_owned(book, static_cast<std::int32_t>(part_.part_id), RowKind::edge,
-                            owned_gid, owned_local);
-    edge_pos_.assign(owned_gid.size(), -1);
-    for (std::size_t i = 0; i < owned_local.size(); ++i)
-      edge_pos_[static_cast<std::size_t>(owned_local[i])] = owned_pos[i];
     // Edge type of every position (halo edges too: the book types any global edge ID).
     if (num_edge_types_ > 1) {
       edge_types_.resize(part_.eid.size());
@@ -58,8 +46,17 @@ class PartitionSite final : public SamplerSite {
 
   const LocalGraphView& view() const override { return view_; }
   std::int32_t part_id() const override { return static_cast<std::int32_t>(part_.part_id); }
-  /// CSC position of each owned edge, by local edge ID (find_edges, orig_ids).
-  const std::vector<std::int64_t>& edge_positions() const noexcept { return edge_pos_; }
+  /// CSC position of each owned edge, by local edge ID (find_edges, orig_ids, edge data),
+  /// made on first use: 8 bytes per owned edge that a trainer's co-located site, which
+  /// only samples, never needs (docs/SCALE.md). Thread-safe.
+  const std::vector<std::int64_t>& edge_positions() const {
+    std::lock_guard lock(edge_pos_mu_);
+    if (!edge_pos_made_) {
+      edge_pos_ = owned_edge_positions();
+      edge_pos_made_ = true;
+    }
+    return edge_pos_;
+  }
 
   std::span<const std::int32_t> edge_types_by_position() const override { return edge_types_; }
   std::int32_t num_edge_types() const override { return num_edge_types_; }
@@ -80,8 +77,9 @@ class PartitionSite final : public SamplerSite {
     storage_->read_rows(stored, rows, std::as_writable_bytes(std::span(by_local)));
     // Edges outside the partition's own (deeper halos) are never a seed's in-edge: 0.
     std::vector<float> by_pos(static_cast<std::size_t>(part_.graph.num_edges()), 0.0f);
-    for (std::size_t l = 0; l < edge_pos_.size() && l < by_local.size(); ++l)
-      by_pos[static_cast<std::size_t>(edge_pos_[l])] = by_local[l];
+    const auto& pos_of = edge_positions();
+    for (std::size_t l = 0; l < pos_of.size() && l < by_local.size(); ++l)
+      by_pos[static_cast<std::size_t>(pos_of[l])] = by_local[l];
     return Buffer<float>(std::move(by_pos));
   }
 
@@ -94,11 +92,47 @@ class PartitionSite final : public SamplerSite {
   }
 
  private:
+  /// edge_positions(), computed.
+  std::vector<std::int64_t> owned_edge_positions() const {
+    // Position in the CSC of each owned edge, by its local (book) edge ID, mapped a chunk
+    // at a time: temporaries for the whole partition cost 4x the result (3 GB beside it at
+    // 100M edges, in every server and trainer; docs/SCALE.md).
+    std::size_t owned = 0;
+    for (std::size_t e = 0; e < part_.inner_edge.size(); ++e) owned += part_.inner_edge[e] ? 1 : 0;
+    std::vector<std::int64_t> out(owned, -1);
+    constexpr std::size_t chunk = std::size_t{1} << 20;
+    std::vector<std::int64_t> pos, gid, local;
+    for (std::size_t e = 0; e < part_.eid.size();) {
+      pos.clear();
+      gid.clear();
+      for (; e < part_.eid.size() && pos.size() < chunk; ++e)
+        if (part_.inner_edge[e]) {
+          pos.push_back(static_cast<std::int64_t>(e));
+          gid.push_back(part_.eid[e]);
+        }
+      local.resize(gid.size());
+      detail::global_to_owned(book_, static_cast<std::int32_t>(part_.part_id), RowKind::edge, gid,
+                              local);
+      for (std::size_t i = 0; i < local.size(); ++i) {
+        if (local[i] < 0 || static_cast<std::size_t>(local[i]) >= owned)
+          throw PartitionError("partition " + std::to_string(part_.part_id) + ": owned edge " +
+                               std::to_string(gid[i]) + " has local ID " +
+                               std::to_string(local[i]) + ", outside its " + std::to_string(owned) +
+                               " owned edges");
+        out[static_cast<std::size_t>(local[i])] = pos[i];
+      }
+    }
+    return out;
+  }
+
   const Partition& part_;
+  Book book_;  ///< a copy: books share their arrays
   std::shared_ptr<S> storage_;
   LocalGraphView view_;
   std::int32_t num_edge_types_;
-  std::vector<std::int64_t> edge_pos_;
+  mutable std::mutex edge_pos_mu_;
+  mutable bool edge_pos_made_ = false;
+  mutable std::vector<std::int64_t> edge_pos_;
   std::vector<std::int32_t> edge_types_;  ///< by CSC position; empty for one edge type
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const void>> cache_;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -376,11 +377,20 @@ class AsioTransport {
     int followers_ = 0;                  // callers waiting for it
   };
 
-  // Connects one socket with retry and backoff until the deadline (io thread only).
+  // Connects one socket with retry and backoff until the deadline (io thread only), then
+  // makes its Connection there at once, so that its handshake starts while other servers
+  // are still being connected: a server that is up must not time out our hello because
+  // another one is slow to load its partition.
   struct Connector : std::enable_shared_from_this<Connector> {
+    using Make = std::function<std::shared_ptr<Connection>(tcp::socket)>;
     Connector(boost::asio::io_context& io, tcp::resolver::results_type eps, Deadline d,
-              std::string who)
-        : socket(io), timer(io), endpoints(std::move(eps)), deadline(d), subject(std::move(who)) {}
+              std::string who, Make make_connection)
+        : socket(io),
+          timer(io),
+          endpoints(std::move(eps)),
+          deadline(d),
+          subject(std::move(who)),
+          make(std::move(make_connection)) {}
 
     void attempt() {
       socket = tcp::socket(socket.get_executor());
@@ -402,7 +412,11 @@ class AsioTransport {
       in_progress = false;
       timer.cancel();
       if (!ec) {
-        result.set_value(std::move(socket));
+        try {
+          result.set_value(make(std::move(socket)));
+        } catch (...) {
+          result.set_exception(std::current_exception());
+        }
         return;
       }
       if (ec != boost::asio::error::operation_aborted) last_error = ec.message();
@@ -426,7 +440,8 @@ class AsioTransport {
     std::string subject, last_error = "none";
     std::chrono::milliseconds backoff{20};
     bool in_progress = false;
-    std::promise<tcp::socket> result;
+    Make make;
+    std::promise<std::shared_ptr<Connection>> result;
   };
 
   // Requests of at least this many payload bytes arm the io thread's background read.
@@ -448,30 +463,33 @@ class AsioTransport {
 
     void connect_all(const std::vector<Endpoint>& servers) {
       const Deadline deadline = deadline_in(options.connect_timeout);
-      std::vector<std::future<tcp::socket>> sockets;
+      std::vector<std::future<std::shared_ptr<Connection>>> made;
       for (std::size_t i = 0; i < servers.size(); ++i) {
         const std::string who = "server " + std::to_string(i) + " (" + servers[i].to_string() + ")";
         tcp::resolver resolver(io);
         boost::system::error_code ec;
         auto eps = resolver.resolve(servers[i].host, std::to_string(servers[i].port), ec);
         if (ec) throw PeerLost(who + ": cannot resolve host: " + ec.message());
-        auto c = std::make_shared<Connector>(io, std::move(eps), deadline, who);
-        sockets.push_back(c->result.get_future());
+        auto make = [this, i, ep = servers[i]](tcp::socket socket) {
+          auto c =
+              std::make_shared<Connection>(static_cast<int>(i), ep, std::move(socket), options);
+          c->start_reading();
+          return c;
+        };
+        auto c = std::make_shared<Connector>(io, std::move(eps), deadline, who, std::move(make));
+        made.push_back(c->result.get_future());
         boost::asio::post(io, [c] { c->attempt(); });
       }
       std::vector<std::future<void>> ready;
       for (std::size_t i = 0; i < servers.size(); ++i) {
         // The connector's own timer ends each attempt at the deadline; the margin covers
         // the io thread's hand-off.
-        if (sockets[i].wait_until(deadline + std::chrono::seconds(1)) != std::future_status::ready)
+        if (made[i].wait_until(deadline + std::chrono::seconds(1)) != std::future_status::ready)
           throw TimeoutError("server " + std::to_string(i) + " (" + servers[i].to_string() +
                              "): could not connect within " +
                              std::to_string(options.connect_timeout.count()) + " ms");
-        auto c = std::make_shared<Connection>(static_cast<int>(i), servers[i], sockets[i].get(),
-                                              options);
-        ready.push_back(c->handshake_done());
-        conns.push_back(c);
-        c->start_reading();
+        conns.push_back(made[i].get());
+        ready.push_back(conns.back()->handshake_done());
       }
       for (std::size_t i = 0; i < conns.size(); ++i) {
         if (ready[i].wait_until(deadline) != std::future_status::ready)
