@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/dist_tensor.hpp"
@@ -86,7 +87,8 @@ struct Cluster {
 
   /// A trainer's client; `machine` >= 0 reads that machine's rows from shared memory.
   std::shared_ptr<Client> client(int machine = -1, int preferred = 0, int trainers = 1,
-                                 std::chrono::milliseconds timeout = 20s) {
+                                 std::chrono::milliseconds timeout = 20s,
+                                 std::size_t max_pull_bytes = ClientOptions{}.max_pull_bytes) {
     auto transport = std::make_shared<AsioTransport>(ip.all_servers(servers),
                                                      AsioTransportOptions{.connect_timeout = 20s});
     const Partition p0 = load_partition(config, 0);
@@ -96,13 +98,14 @@ struct Cluster {
       wait_for_storage(dir, deadline_in(20s));
       local = std::make_shared<MmapStorage>(MmapStorage::attach(dir));
     }
-    return std::make_shared<Client>(transport, (*(p0.book).get_if<RangePartitionBook>()),
-                                    ClusterLayout{.num_machines = machines,
-                                                  .servers_per_machine = servers,
-                                                  .machine_id = machine,
-                                                  .preferred_server = preferred,
-                                                  .num_trainers = trainers},
-                                    local, ClientOptions{.timeout = timeout});
+    return std::make_shared<Client>(
+        transport, (*(p0.book).get_if<RangePartitionBook>()),
+        ClusterLayout{.num_machines = machines,
+                      .servers_per_machine = servers,
+                      .machine_id = machine,
+                      .preferred_server = preferred,
+                      .num_trainers = trainers},
+        local, ClientOptions{.timeout = timeout, .max_pull_bytes = max_pull_bytes});
   }
 
   /// Asks every server to stop and checks each process exits 0 within the deadline.
@@ -132,9 +135,18 @@ TEST_CASE("trainers pull the same rows remotely, through backups and from shared
   Cluster c;
   const auto ids = shuffled(c.data.num_nodes, 4);
   const auto d = static_cast<std::size_t>(c.data.feat_dim);
-  for (const auto& [machine, preferred] :
-       std::vector<std::pair<int, int>>{{-1, 0}, {-1, 1}, {0, 1}, {1, 0}}) {
-    auto client = c.client(machine, preferred);
+  // The last two: pulls cut into pieces of 7 rows' bytes and 1 byte (one row a piece),
+  // remote and co-located rows mixed in each, must land exactly where whole pulls put them.
+  const std::size_t row_bytes = d * sizeof(float);
+  for (const auto& [machine, preferred, piece] :
+       std::vector<std::tuple<int, int, std::size_t>>{{-1, 0, ClientOptions{}.max_pull_bytes},
+                                                      {-1, 1, ClientOptions{}.max_pull_bytes},
+                                                      {0, 1, ClientOptions{}.max_pull_bytes},
+                                                      {1, 0, ClientOptions{}.max_pull_bytes},
+                                                      {0, 0, 7 * row_bytes},
+                                                      {-1, 0, 1}}) {
+    INFO("machine " << machine << ", server " << preferred << ", pieces of " << piece << " bytes");
+    auto client = c.client(machine, preferred, 1, 20s, piece);
     const auto feat =
         DistTensor<float, Client>::open(client, node_data_name("feat"), RowKind::node);
     const auto rows = feat.pull(ids);

@@ -47,6 +47,11 @@ struct ClusterLayout {
 /// Per-call settings.
 struct ClientOptions {
   std::chrono::milliseconds timeout{60'000};  ///< deadline of every call
+  /// A pull() whose rows come to more bytes than this goes out in pieces of at most this
+  /// many bytes (one piece after another, each one request per owner): a server refuses a
+  /// reply over its frame limit (256 MiB by default), and one layer-wise inference batch
+  /// through R-MAT hubs asked for 380 MB. Must be > 0.
+  std::size_t max_pull_bytes = std::size_t{64} << 20;
 };
 
 /// Rows and bytes a client pulled from the servers of other machines than its own (all
@@ -260,6 +265,15 @@ class KVClient {
       throw ShapeError("pull '" + name + "'", std::to_string(out.size()) +
                                                   " output bytes; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
+    if (global_ids.size() > 1 && out.size() > options_.max_pull_bytes) {
+      const std::size_t rows = std::max<std::size_t>(1, options_.max_pull_bytes / row_bytes);
+      for (std::size_t at = 0; at < global_ids.size(); at += rows) {
+        const std::size_t n = std::min(rows, global_ids.size() - at);
+        pull_rows(name, kind, global_ids.subspan(at, n), out.subspan(at * row_bytes, n * row_bytes),
+                  row_bytes, via_cache);
+      }
+      return;
+    }
     // Every row on this machine: no grouping and no reordering, rows land in `out`
     // directly. Tried first, before the owner pass: it is the common case of a co-located
     // trainer, and the general path spent two book passes and a counting sort on it (in a
