@@ -108,7 +108,7 @@ TEST_CASE("a 2 x (2 servers + 2 trainers) loopback job runs to the end and leave
   CHECK(job.ports_closed(2));
 }
 
-TEST_CASE("--report names every process with its exit and its own peak memory",
+TEST_CASE("the launch report names every process with its exit and its own peak memory",
           "[integration][net][launch]") {
   Job job(1);
   const auto report = job.tmp / "report.json";
