@@ -479,7 +479,8 @@ void epoch_dist(Bench& bench) {
     const bool plain = std::string(v.name) == "plain";
     if (plain) plain_bytes = bytes;
     nlohmann::json params = bench.params;
-    params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
+    params["mode"] =
+        "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
     params["variant"] = v.name;
     params["flags"] = v.flags;
     params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
@@ -512,9 +513,8 @@ void epoch_dist(Bench& bench) {
                          .bound_name = bound_name,
                          .kind = Kind::time,
                          .params = {{"variant", v.name},
-                                    {"model",
-                                     "compute_s + sample_s + remote_bytes / trainers / "
-                                     "1.25e9 B/s"},
+                                    {"model", "compute_s + sample_s + remote_bytes / trainers / "
+                                              "1.25e9 B/s"},
                                     {"compute_s", m.compute_s},
                                     {"sample_s", m.sample_s},
                                     {"remote_bytes_per_trainer", bytes / trainers}}});
@@ -528,8 +528,8 @@ void labor_input_nodes(Bench& bench) {
   const distgraph::StandaloneGraph g = cluster.graph();
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   const distgraph::NodeClassificationOptions o;
-  const auto ids = distgraph::detail::train_share(
-      g, train_all, o, {.rank = 0, .num_trainers = 2, .force_even = true});
+  const auto ids = distgraph::detail::train_share(g, train_all, o,
+                                                  {.rank = 0, .num_trainers = 2, .force_even = true});
   double inputs[2] = {0, 0};
   std::int64_t batches = 0;
   for (int k = 0; k < 2; ++k) {

@@ -52,20 +52,20 @@ bool infer_available() {
   }
 
 /// A small SBM dataset folder in `dir`.
-fs::path small_dataset(const fs::path& dir, std::int64_t nodes, std::int64_t feat,
-                       std::uint64_t seed) {
-  distgraph::write_dataset(
-      dir,
-      distgraph::sbm_dataset(
-          {.num_nodes = nodes, .num_classes = 4, .avg_degree = 8, .feat_dim = feat, .seed = seed}));
+fs::path small_dataset(const fs::path& dir, std::int64_t nodes, std::int64_t feat, std::uint64_t seed) {
+  distgraph::write_dataset(dir, distgraph::sbm_dataset({.num_nodes = nodes,
+                                                        .num_classes = 4,
+                                                        .avg_degree = 8,
+                                                        .feat_dim = feat,
+                                                        .seed = seed}));
   return dir;
 }
 
 /// A run of `model` trained standalone for 2 epochs on `data` (2 METIS partitions).
 fs::path trained_run(const fs::path& data, const fs::path& run, const std::string& model) {
-  std::vector<std::string> args{"train", data.string(), "--standalone", "--epochs",
-                                "2",     "--model",     model,          "--hidden",
-                                "16",    "--out",       run.string()};
+  std::vector<std::string> args{"train", data.string(), "--standalone", "--epochs", "2",
+                                "--model", model,       "--hidden",     "16",  "--out",
+                                run.string()};
   if (model == "gat") args.insert(args.end(), {"--heads", "4"});
   const Run r = cli(args);
   INFO(r.output);
@@ -82,18 +82,17 @@ double max_abs_diff(const distgraph::Buffer<float>& a, const distgraph::Buffer<f
 
 }  // namespace
 
-TEST_CASE(
-    "distgraph infer on 2 loopback machines writes what a standalone run writes, for "
-    "sage, gcn and gat",
-    "[integration][net][infer]") {
+TEST_CASE("distgraph infer on 2 loopback machines writes what a standalone run writes, for "
+          "sage, gcn and gat",
+          "[integration][net][infer]") {
   REQUIRE_INFER();
   const std::string model = GENERATE("sage", "gcn", "gat");
   INFO("model " << model);
   TempDir tmp;
   const fs::path data = small_dataset(tmp / "data", 1500, 16, 5);
   const fs::path run = trained_run(data, tmp / "run", model);
-  const Run alone = cli(
-      {"infer", "--checkpoint", run.string(), "--standalone", "--out", (tmp / "alone").string()});
+  const Run alone = cli({"infer", "--checkpoint", run.string(), "--standalone", "--out",
+                         (tmp / "alone").string()});
   INFO(alone.output);
   REQUIRE(alone.exit_code == 0);
   // Two trainers per machine for one model: each machine's nodes are split between them.
@@ -160,10 +159,9 @@ TEST_CASE("distgraph infer --output picks the files, and a dataset folder is par
                      distgraph::read_npy_float32(tmp / "fresh" / "embeddings.npy")) <= 1e-5);
 }
 
-TEST_CASE(
-    "distgraph infer refuses another dataset's graph and bad options with one line, "
-    "writing nothing",
-    "[integration][infer]") {
+TEST_CASE("distgraph infer refuses another dataset's graph and bad options with one line, "
+          "writing nothing",
+          "[integration][infer]") {
   REQUIRE_INFER();
   TempDir tmp;
   const fs::path data = small_dataset(tmp / "data", 600, 8, 2);
@@ -181,19 +179,19 @@ TEST_CASE(
                 out.string()}),
            1, "trained on a graph of 600 nodes");
   // A partition of the other dataset: its node and edge counts differ.
-  const Run part = cli({"partition", "--input", other.string(), "--name", "other", "--parts", "1",
-                        "--out", (tmp / "other-part").string()});
+  const Run part = cli({"partition", "--input", other.string(), "--name", "other", "--parts",
+                        "1", "--out", (tmp / "other-part").string()});
   REQUIRE(part.exit_code == 0);
-  one_line(
-      cli({"infer", "--checkpoint", run.string(), "--part-config",
-           (tmp / "other-part" / "other.json").string(), "--standalone", "--out", out.string()}),
-      1, "(another dataset?)");
+  one_line(cli({"infer", "--checkpoint", run.string(), "--part-config",
+                (tmp / "other-part" / "other.json").string(), "--standalone", "--out",
+                out.string()}),
+           1, "(another dataset?)");
   one_line(cli({"infer", "--checkpoint", (tmp / "nowhere").string(), "--standalone", "--out",
                 out.string()}),
            1, "checkpoint.pt: not found");
-  one_line(
-      cli({"infer", "--checkpoint", run.string(), "--output", "scores", "--out", out.string()}), 2,
-      "--output 'scores'");
+  one_line(cli({"infer", "--checkpoint", run.string(), "--output", "scores", "--out",
+                out.string()}),
+           2, "--output 'scores'");
   one_line(cli({"infer", "--out", out.string()}), 2, "--checkpoint RUN_DIR is required");
   // A run's files are never touched by a refused inference.
   CHECK(!fs::exists(run / "infer.json"));

@@ -218,10 +218,14 @@ class BasicGraphServer {
     const auto ids = id_part(req, q.count, "orig_ids");
     std::vector<std::int64_t> local(ids.size());
     detail::global_to_owned(kv_.book(), kv_.part_id(), q.kind, ids, local);
+    // Edge positions are built on first use (and locked per call): fetched once, and only
+    // for edges.
+    const std::vector<std::int64_t>* pos_of =
+        q.kind == RowKind::edge ? &site_.edge_positions() : nullptr;
     for (auto& v : local)
-      v = q.kind == RowKind::node ? part_->orig_nid[static_cast<std::size_t>(v)]
-                                  : part_->orig_eid[static_cast<std::size_t>(
-                                        site_.edge_positions()[static_cast<std::size_t>(v)])];
+      v = pos_of == nullptr
+              ? part_->orig_nid[static_cast<std::size_t>(v)]
+              : part_->orig_eid[static_cast<std::size_t>((*pos_of)[static_cast<std::size_t>(v)])];
     return ids_reply({std::move(local)});
   }
 
