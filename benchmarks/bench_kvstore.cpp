@@ -86,8 +86,9 @@ struct Servers {
                          cols,
                          {InitKind::uniform, -1, 1, 7}});
       kv.back()->create({"counter", DType::int64, RowKind::node, book.num_nodes(), 1, {}});
-      net.push_back(std::make_unique<AsioServer>(kv.back()->handler(),
-                                                 AsioServerOptions{.num_threads = threads}));
+      net.push_back(std::make_unique<AsioServer>(
+          kv.back()->handler(),
+          AsioServerOptions{.num_threads = threads, .run_inline = quick_request}));
       net.back()->start();
     }
   }

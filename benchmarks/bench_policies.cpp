@@ -296,8 +296,8 @@ struct Wire<AsioTransport> {
   explicit Wire(std::vector<Handler> handlers) {
     std::vector<Endpoint> endpoints;
     for (auto& h : handlers) {
-      net.push_back(
-          std::make_unique<AsioServer>(std::move(h), AsioServerOptions{.num_threads = 2}));
+      net.push_back(std::make_unique<AsioServer>(
+          std::move(h), AsioServerOptions{.num_threads = 2, .run_inline = quick_request}));
       net.back()->start();
       endpoints.push_back(net.back()->endpoint());
     }

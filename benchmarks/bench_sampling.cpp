@@ -295,8 +295,9 @@ struct LoopbackServers {
       servers.push_back(std::make_unique<GraphServer<MmapStorage>>(
           distgraph::load_partition(config, p),
           std::make_shared<MmapStorage>(MmapStorage::create_dir(dirs.back()))));
-      net.push_back(std::make_unique<AsioServer>(servers.back()->handler(),
-                                                 distgraph::AsioServerOptions{.num_threads = 2}));
+      net.push_back(std::make_unique<AsioServer>(
+          servers.back()->handler(),
+          distgraph::AsioServerOptions{.num_threads = 2, .run_inline = distgraph::quick_request}));
       net.back()->start();
       endpoints.push_back(net.back()->endpoint());
     }

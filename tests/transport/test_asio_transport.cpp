@@ -263,6 +263,89 @@ TEST_CASE("replies complete out of order when the server finishes a later reques
   CHECK(slow.get(soon()).text() == "slow");
 }
 
+TEST_CASE("a request run_inline accepts is answered while every handler thread is blocked",
+          "[transport][net]") {
+  // One handler thread, held by one client's slow request: another client's ping (inline)
+  // is still answered, on another thread, while that client's ordinary request, sent just
+  // before it, waits for the handler thread (so the ping is the connection's one request
+  // beyond num_threads that the gate lets run inline).
+  std::promise<void> release, entered;
+  std::shared_future<void> released = release.get_future().share();
+  std::mutex mu;
+  std::thread::id slow_thread, ping_thread;
+  auto server = start_server(
+      [&, released](const Request& r) {
+        if (r.type == MsgType::ping) {
+          std::lock_guard lock(mu);
+          ping_thread = std::this_thread::get_id();
+          return Reply{};
+        }
+        if (Reply{Status::ok, r.body}.text() == "slow") {
+          {
+            std::lock_guard lock(mu);
+            slow_thread = std::this_thread::get_id();
+          }
+          entered.set_value();
+          if (released.wait_for(10s) != std::future_status::ready)
+            return Reply::error(Status::internal_error, "never released");
+        }
+        return echo(r);
+      },
+      {.num_threads = 1,
+       .run_inline = [](MsgType type, std::uint64_t) { return type == MsgType::ping; }});
+  AsioTransport holder({server->endpoint()}, client_options());
+  AsioTransport t({server->endpoint()}, client_options());
+  auto slow = holder.send(0, MsgType::pull, text("slow"));
+  REQUIRE(entered.get_future().wait_for(10s) == std::future_status::ready);
+  auto queued = t.send(0, MsgType::pull, text("queued"));
+  CHECK(t.call(0, MsgType::ping, {}, soon()).status == Status::ok);
+  CHECK_FALSE(slow.ready());
+  CHECK_FALSE(queued.ready());  // the only handler thread is still held
+  {
+    std::lock_guard lock(mu);
+    CHECK(ping_thread != slow_thread);
+  }
+  release.set_value();
+  CHECK(slow.get(soon()).text() == "slow");
+  CHECK(queued.get(soon()).text() == "queued");
+}
+
+TEST_CASE("large and small exchanges alternate on shared connections without a lost reply",
+          "[transport][net]") {
+  // A 4 MiB request outgrows the socket buffer (an async write) and arms the io thread's
+  // background read; small ones leave both to the caller. The connection moves in and out
+  // of Asio's reactor between them; every reply must still reach its caller intact.
+  auto server = start_server(echo, {.num_threads = 2});
+  AsioTransport t({server->endpoint()}, client_options());
+  constexpr int threads = 3, rounds = 20;
+  std::vector<std::future<int>> workers;
+  for (int w = 0; w < threads; ++w)
+    workers.push_back(std::async(std::launch::async, [&t, w] {
+      std::vector<std::int64_t> big(std::size_t{1} << 19);
+      int good = 0;
+      for (int i = 0; i < rounds; ++i) {
+        std::iota(big.begin(), big.end(), std::int64_t{w} * 1000 + i);
+        Message m = text("big");
+        m.parts.push_back(as_bytes_part(std::span<const std::int64_t>(big)));
+        auto large = t.send(0, MsgType::push, std::move(m));
+        const std::string tag = "small " + std::to_string(w) + "/" + std::to_string(i);
+        const bool small_ok = t.call(0, MsgType::pull, text(tag), soon()).text() == tag;
+        const Reply r = large.get(soon());
+        const bool large_ok = r.body.parts.size() == 1 &&
+                              r.body.parts[0].size() == big.size() * 8 &&
+                              std::memcmp(r.body.parts[0].data(), big.data(), big.size() * 8) == 0;
+        good += small_ok && large_ok ? 1 : 0;
+      }
+      return good;
+    }));
+  int good = 0;
+  for (auto& w : workers) {
+    REQUIRE(w.wait_for(60s) == std::future_status::ready);
+    good += w.get();
+  }
+  CHECK(good == threads * rounds);
+}
+
 TEST_CASE("a 64 MiB message in four parts survives the round trip", "[transport][net][slow]") {
   auto server = start_server(echo);
   AsioTransport t({server->endpoint()}, client_options());

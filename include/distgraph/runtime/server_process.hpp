@@ -169,6 +169,7 @@ class BasicServerProcess {
         (options_.io_threads ? options_.io_threads : std::max(2u, default_num_threads())) +
         static_cast<unsigned>(std::max(options_.num_trainers, 1));
     ao.log = options_.log;
+    ao.run_inline = quick_request;
     asio_ = std::make_unique<AsioServer>(server_->handler(), ao);
     asio_->start();
     if (SharedStorage<storage_type> && main) {

@@ -215,6 +215,35 @@ struct BarrierRequest {
   }
 };
 
+/// Largest payload of a request quick_request() lets the socket thread answer itself:
+/// 4 KiB is about 500 row or node IDs, a few microseconds of work.
+inline constexpr std::uint64_t quick_request_bytes = 4096;
+
+/// Whether a KV or graph server request is small and never waits, so the server's socket
+/// thread may run it itself (AsioServerOptions::run_inline) instead of waking a handler
+/// thread: reads, row writes, samples, degrees and ID look-ups of at most
+/// quick_request_bytes. Barriers, shutdown, tensor creation and checkpoints always go to
+/// the handler threads.
+inline bool quick_request(MsgType type, std::uint64_t payload_bytes) noexcept {
+  if (payload_bytes > quick_request_bytes) return false;
+  switch (type) {
+    case MsgType::ping:
+    case MsgType::metadata:
+    case MsgType::list_tensors:
+    case MsgType::pull:
+    case MsgType::push:
+    case MsgType::push_add:
+    case MsgType::sparse_step:
+    case MsgType::sample_neighbors:
+    case MsgType::degrees:
+    case MsgType::find_edges:
+    case MsgType::orig_ids:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Storage names of graph data: node data "feat" is tensor "node:feat", edge data "w"
 /// is "edge:w" (one namespace per kind, so a node and an edge tensor may share a name).
 inline std::string node_data_name(const std::string& name) { return "node:" + name; }

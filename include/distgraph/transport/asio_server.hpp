@@ -44,7 +44,13 @@ struct AsioServerOptions {
   std::string address = "127.0.0.1";  ///< IPv4 or IPv6 literal ("0.0.0.0", "::1", "::")
   std::uint16_t port = 0;             ///< 0 = an ephemeral port; read it back with port()
   std::uint64_t max_frame_bytes = default_max_frame_bytes;  ///< largest request payload
-  unsigned num_threads = 0;  ///< io threads, which also run the handler; 0 = max(2, cores)
+  /// Threads that run the handler (one more reads and writes the sockets); 0 = max(2, cores).
+  unsigned num_threads = 0;
+  /// Requests this returns true for run on the socket thread as soon as they are read,
+  /// without waking a handler thread: a small round trip then costs one wake-up on the
+  /// server, as a blocking socket does. Only for requests that finish in microseconds and
+  /// never wait (not a barrier): while one runs, no other socket is read. Empty = none.
+  std::function<bool(MsgType type, std::uint64_t payload_bytes)> run_inline{};
   std::string secret{};      ///< shared secret clients must prove; empty = no authentication
   /// A request frame must arrive whole within this time of its first byte.
   std::chrono::milliseconds read_timeout{30000};
@@ -64,7 +70,8 @@ struct AsioServerOptions {
   /// Reply bytes one connection may have queued (produced, not yet taken by its socket)
   /// before the server stops running and reading that connection's requests; both resume
   /// once the peer reads enough. A peer that reads nothing holds at most this plus the
-  /// replies of the requests already running (at most num_threads of them).
+  /// replies of the requests already running (at most num_threads of them, plus one that
+  /// run_inline accepted).
   std::uint64_t max_queued_reply_bytes = std::uint64_t{32} << 20;
   /// Receives one line per refused client, bad frame or dropped connection; default:
   /// stderr. Called from io threads, possibly at once.
@@ -84,14 +91,21 @@ struct AsioServerStats {
   std::uint64_t accept_failures = 0;          ///< accepts failed for lack of descriptors/memory
 };
 
-/// A TCP server for one Handler. Threading: `num_threads` io threads run every socket; the
-/// thread that reads a request also runs the handler and writes the reply (no hand-off for
-/// the common case), and it starts reading the connection's next frame first, so requests
-/// of one connection run concurrently on other io threads and replies, which carry their
-/// request ID, may go out of order. Writes are serialised per connection and sent as
-/// gather writes from the reply's spans; the reply's keep_alive (and the request's
-/// payload) live until it is written. A handler that blocks holds an io thread: with N
-/// threads, N blocked handlers stall the server.
+/// A TCP server for one Handler. Threading: one socket thread reads and writes every
+/// connection; `num_threads` handler threads run the requests it reads (the socket thread
+/// itself runs those `run_inline` accepts, so a quick request is answered without waking
+/// another thread). The socket thread starts reading a connection's next frame before its
+/// request runs, so requests of one connection run concurrently and replies, which carry
+/// their request ID, may go out of order. A reply is written by the thread that produced
+/// it as far as the socket takes it at once, the rest by the socket thread; writes are
+/// serialised per connection and sent as gather writes from the reply's spans; the reply's
+/// keep_alive (and the request's payload) live until it is written. A handler that blocks
+/// holds a handler thread: with N threads, N blocked handlers stall the server's requests
+/// (not its sockets: quick requests and writes go on).
+///
+/// Why one socket thread: with several threads in one Asio context, the thread that takes
+/// a socket event wakes an idle one to watch the sockets while it runs the handler, so
+/// every small request cost two wake-ups (docs/PERFORMANCE.md, rtt_small).
 ///
 /// A bad header (magic, version, flags, length above max_frame_bytes) gets an error reply
 /// (frame_too_large or bad_request, with the request ID when the magic was right) and that
@@ -163,8 +177,9 @@ class AsioServer {
     port_ = acceptor_.local_endpoint().port();
     started_ = true;
     accept_locked();
+    threads_.emplace_back([this] { io_.run(); });
     for (unsigned i = 0; i < options_.num_threads; ++i)
-      threads_.emplace_back([this] { io_.run(); });
+      threads_.emplace_back([this] { pool_.run(); });
   }
 
   /// The bound port (after start()).
@@ -231,7 +246,9 @@ class AsioServer {
       for (auto& [id, s] : sessions_) s->close("server stopping");
       retire_all_locked();
       work_.reset();
+      pool_work_.reset();
       io_.stop();
+      pool_.stop();
       stopped_cv_.notify_all();
     }
     std::lock_guard join_lock(join_mu_);
@@ -464,15 +481,19 @@ class AsioServer {
       return true;
     }
 
-    // The back-pressure gate (gate_mu_ held). Moves waiting requests to `ready` while
-    // fewer than num_threads of this connection's requests are in progress (more could
-    // not run at once anyway) and its queued replies are under max_queued_reply_bytes, so
-    // a peer that sends requests and reads nothing holds at most the cap plus the replies
-    // of requests already running. While requests wait, reading pauses, which bounds the
-    // waiting list by what was read before the pause (one or two reads).
+    // The back-pressure gate (gate_mu_ held). Moves waiting requests to `ready`, in order,
+    // while fewer than num_threads of this connection's requests are in progress (more
+    // could not run at once anyway; one more may run if run_inline accepts it, as it holds
+    // no handler thread) and its queued
+    // replies are under max_queued_reply_bytes, so a peer that sends requests and reads
+    // nothing holds at most the cap plus the replies of requests already running. While
+    // requests wait, reading pauses, which bounds the waiting list by what was read before
+    // the pause (one or two reads).
     void run_gate_locked(std::vector<detail::InFrame>& ready) {
       const auto& opt = server_->options_;
-      while (!waiting_.empty() && !draining_ && in_flight_ < static_cast<int>(opt.num_threads) &&
+      while (!waiting_.empty() && !draining_ &&
+             (in_flight_ < static_cast<int>(opt.num_threads) ||
+              (in_flight_ == static_cast<int>(opt.num_threads) && inline_ok(waiting_.front()))) &&
              queued_write_bytes() < opt.max_queued_reply_bytes) {
         ++in_flight_;
         ready.push_back(std::move(waiting_.front()));
@@ -490,18 +511,22 @@ class AsioServer {
       }
     }
 
-    // Runs requests that passed the gate: all but the last on other io threads, the last
-    // here; each finished request lets the gate release the next (a loop, not recursion,
-    // however many wait).
+    // Runs requests that passed the gate: all but the last on handler threads; the last
+    // here when this is a handler thread or the request may run inline (see run_inline),
+    // else on a handler thread too. Each finished request lets the gate release the next
+    // (a loop, not recursion, however many wait).
     void run(std::vector<detail::InFrame> ready) {
       while (!ready.empty()) {
-        for (std::size_t i = 0; i + 1 < ready.size(); ++i)
-          boost::asio::post(server_->io_,
+        const bool here =
+            !server_->io_.get_executor().running_in_this_thread() || inline_ok(ready.back());
+        for (std::size_t i = 0; i + (here ? 1 : 0) < ready.size(); ++i)
+          boost::asio::post(server_->pool_,
                             [self = shared_from_this(), f = std::move(ready[i])]() mutable {
                               std::vector<detail::InFrame> one;
                               one.push_back(std::move(f));
                               self->run(std::move(one));
                             });
+        if (!here) return;
         detail::InFrame f = std::move(ready.back());
         ready.clear();
         handle(f);
@@ -514,6 +539,11 @@ class AsioServer {
         }
         if (close) close_after_flush("server stopping");
       }
+    }
+
+    bool inline_ok(const detail::InFrame& f) const {
+      const auto& quick = server_->options_.run_inline;
+      return quick && !f.error && quick(f.header.type, f.header.payload_bytes);
     }
 
     void handle(detail::InFrame& f) {
@@ -706,9 +736,14 @@ class AsioServer {
 
   Handler handler_;
   AsioServerOptions options_;
-  boost::asio::io_context io_;
+  // The socket thread's context: concurrency hint 1 (one thread runs it), so Asio never
+  // wakes a second thread to watch the sockets while a handler runs.
+  boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
       io_.get_executor()};
+  boost::asio::io_context pool_;  // the handler threads'
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> pool_work_{
+      pool_.get_executor()};
   tcp::acceptor acceptor_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer accept_timer_;  // accept back-off (mu_)

@@ -57,7 +57,8 @@ struct AsioTransportOptions {
 /// the callers waiting for them (PendingCall::get): one waiting caller per connection
 /// reads it and completes every reply that arrives, its own and others', while the
 /// connection's other waiters sleep until theirs is in or the reader leaves and one of
-/// them takes over. A small round trip thus costs one wake-up, as a blocking socket does.
+/// them takes over. A small round trip thus costs one wake-up, as a blocking socket does
+/// (the io thread does not watch the socket meanwhile, so it is not woken either).
 /// After a large request (16 KiB or more), or when a reader leaves with calls pending, the
 /// io thread reads the connection while no caller does, so a large reply streams in while
 /// its caller still works; a small reply nobody waits for stays in the socket until its

@@ -81,6 +81,8 @@ enum class ReadNow { progress, would_block, closed };
 /// (StreamLimits::hand_over_after_frames): the read chain ends, and read_now() plus
 /// wait_readable() let one thread at a time read on the caller's own thread, with the same
 /// parsing, limits and read deadline, so a reply reaches its caller without a thread hop.
+/// The socket then also leaves Asio's reactor until an async write or watch_readable()
+/// needs it, so a reply wakes only the thread waiting for it.
 ///
 /// Reading can be paused at a frame boundary (pause_reading/resume_reading): a paused stream
 /// parses nothing more, starts no read and has no read deadline armed (the peer is not the
@@ -108,7 +110,9 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         pause_after_frame_(limits_.pause_after_first_frame),
         hand_over_left_(limits_.hand_over_after_frames),
         rbuf_(new std::byte[read_buffer_bytes]) {
+    fd_ = sock_.native_handle();
     boost::system::error_code ec;
+    protocol_ = sock_.local_endpoint(ec).protocol();
     sock_.set_option(tcp::no_delay(true), ec);
     // User-level non-blocking mode up front, so later async initiations never modify the
     // socket's state flags (they only read them) and our own sendmsg never blocks.
@@ -201,7 +205,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
                                             : read_buffer_bytes - rlen_;
       ssize_t r = 0;
       do {
-        r = ::recv(sock_.native_handle(), dst, room, MSG_DONTWAIT);
+        r = ::recv(fd_, dst, room, MSG_DONTWAIT);
       } while (r < 0 && errno == EINTR);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ReadNow::would_block;
       if (r <= 0) {
@@ -232,8 +236,18 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   template <class Handler>
   void watch_readable(Handler&& on_ready) {
     std::lock_guard lock(mu_);
-    if (closed_) return;
-    sock_.async_wait(tcp::socket::wait_read, std::forward<Handler>(on_ready));
+    if (closed_ || !enter_reactor_locked()) return;
+    ++watches_;
+    sock_.async_wait(tcp::socket::wait_read,
+                     [self = this->shared_from_this(), h = std::forward<Handler>(on_ready)](
+                         const boost::system::error_code& ec) mutable {
+                       {
+                         std::lock_guard lk(self->mu_);
+                         --self->watches_;
+                         self->leave_reactor_locked();
+                       }
+                       h(ec);
+                     });
   }
   /// Blocks until the socket has bytes to read, is closed, or `timeout` passes. Polls a
   /// duplicate of the socket's descriptor, so a close() meanwhile (which shuts the socket
@@ -243,9 +257,9 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     {
       std::lock_guard lock(mu_);
       if (closed_) return;
-      if (poll_fd_ < 0) poll_fd_ = ::dup(sock_.native_handle());
+      if (poll_fd_ < 0) poll_fd_ = ::dup(fd_);
       // Out of descriptors: poll the socket itself (a close meanwhile still wakes it).
-      fd = poll_fd_ >= 0 ? poll_fd_ : sock_.native_handle();
+      fd = poll_fd_ >= 0 ? poll_fd_ : fd_;
     }
     pollfd p{fd, POLLIN, 0};
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
@@ -271,6 +285,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
  protected:
   ~FrameStream() {
     if (poll_fd_ >= 0) ::close(poll_fd_);
+    if (!in_reactor_ && !closed_) ::close(fd_);
   }
   const StreamLimits& limits() const noexcept { return limits_; }
 
@@ -378,6 +393,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       if (hand_over_left_ > 0 && --hand_over_left_ == 0) {
         std::lock_guard lock(mu_);
         handed_over_ = true;
+        leave_reactor_locked();
         break;
       }
     }
@@ -457,7 +473,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       msghdr msg{};
       msg.msg_iov = iov.data() + first;
       msg.msg_iovlen = n - first;
-      const ssize_t r = ::sendmsg(sock_.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t r = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (r < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -476,6 +492,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   }
 
   void start_write_locked() {
+    if (!enter_reactor_locked()) return;
     writing_ = true;
     inflight_.clear();
     std::swap(inflight_, queue_);
@@ -513,9 +530,35 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       } else {
         writing_ = false;
         if (close_when_flushed_) close_locked(flush_reason_, false);
+        leave_reactor_locked();
       }
     }
     if constexpr (requires(Derived & d) { d.on_queue_shrunk(); }) derived().on_queue_shrunk();
+  }
+
+  // After the hand-over the socket stays out of Asio's reactor while no async operation
+  // needs it: registered (edge-triggered), every reply would also wake the io thread,
+  // which has nothing to do with it (the caller reads it). Asio takes the descriptor back
+  // for an async write or a watch (enter) and gives it up once neither is pending (leave);
+  // the descriptor number never changes. Both with mu_ held; enter closes the stream and
+  // returns false when Asio cannot take it.
+  bool enter_reactor_locked() {
+    if (in_reactor_) return true;
+    boost::system::error_code ec;
+    sock_.assign(protocol_, fd_, ec);
+    if (!ec) sock_.non_blocking(true, ec);
+    if (ec) {
+      close_locked("cannot watch the socket: " + ec.message(), false);
+      return false;
+    }
+    in_reactor_ = true;
+    return true;
+  }
+  void leave_reactor_locked() {
+    if (!in_reactor_ || !handed_over_ || closed_ || writing_ || watches_ > 0) return;
+    boost::system::error_code ec;
+    sock_.release(ec);
+    if (!ec) in_reactor_ = false;
   }
 
   void close_locked(const std::string& reason, bool clean) {
@@ -525,8 +568,13 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     armed_ = true;
     disarm_locked();
     boost::system::error_code ec;
-    sock_.shutdown(tcp::socket::shutdown_both, ec);
-    sock_.close(ec);
+    if (in_reactor_) {
+      sock_.shutdown(tcp::socket::shutdown_both, ec);
+      sock_.close(ec);
+    } else {
+      ::shutdown(fd_, SHUT_RDWR);
+      ::close(fd_);
+    }
     queue_.clear();
     queued_bytes_ = 0;
     // The hook runs outside the lock, on an io thread.
@@ -536,6 +584,11 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   }
 
   tcp::socket sock_;
+  // The socket's descriptor, owned by sock_ while in_reactor_, else by this stream (mu_).
+  int fd_ = -1;
+  tcp protocol_ = tcp::v4();
+  bool in_reactor_ = true;
+  int watches_ = 0;  // watch_readable calls pending (mu_)
   boost::asio::steady_timer timer_;
   StreamLimits limits_;
   mutable std::mutex mu_;
