@@ -49,7 +49,7 @@ struct AsioTraits {
   static AsioTransport connect(std::vector<Handler> handlers, Servers& servers) {
     std::vector<Endpoint> endpoints;
     for (auto& h : handlers) {
-      // Two io threads: one request may block in its handler while the next is served.
+      // Two handler threads: one request may block in its handler while the next is served.
       servers.push_back(std::make_unique<AsioServer>(
           std::move(h), AsioServerOptions{.port = 0, .num_threads = 2}));
       servers.back()->start();

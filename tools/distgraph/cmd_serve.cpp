@@ -31,7 +31,7 @@ int run_serve(std::vector<std::string> argv) {
       .option("checkpoint-dir",
               "folder where trainers' save requests write this server's rows "
               "(default ./distgraph-checkpoints)")
-      .option("threads", "io threads (default: all cores, at least 2)");
+      .option("threads", "handler threads (default: all cores, at least 2)");
   args.parse(0);
   if (args.help()) {
     args.print_help(

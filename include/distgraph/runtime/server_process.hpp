@@ -83,7 +83,8 @@ struct ServeOptions {
   /// only a tag below it.
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
   std::string secret;       ///< shared secret clients must prove ("" = none)
-  unsigned io_threads = 0;  ///< 0 = max(2, cores)
+  /// Handler threads before the trainers' (one each, for barriers); 0 = max(2, cores).
+  unsigned io_threads = 0;
   std::chrono::milliseconds startup_timeout{120'000};  ///< backups wait this for the main
   std::function<void(std::string_view)> log;           ///< default: stderr
 };

@@ -354,9 +354,9 @@ LocalShare local_train_share(const Graph& g, const LocalSplitOptions& o, Collect
     for (std::size_t i = 0; i < out.ids.size(); ++i)
       if (stays[i]) ids.push_back(out.ids[i]);
     const auto* m = moved.data_ptr<std::int64_t>();
-    for (const auto& need : needs) {
-      const std::int64_t base = origin_start[static_cast<std::size_t>(need.origin)] + need.offset;
-      ids.insert(ids.end(), m + base, m + base + need.count);
+    for (const auto& run : needs) {
+      const std::int64_t base = origin_start[static_cast<std::size_t>(run.origin)] + run.offset;
+      ids.insert(ids.end(), m + base, m + base + run.count);
     }
     if (ids.size() != out.ids.size())
       throw InvalidArgument("local_train_share: the balanced share has " +

@@ -161,7 +161,16 @@ class AsioTransport {
       // Wait in slices: a completion by another thread (fail_all after a close) is seen
       // within one even if no byte arrives to wake the poll.
       constexpr std::chrono::nanoseconds slice = std::chrono::milliseconds(50);
+      // Mostly the caller has just sent its request and the reply is not in yet: wait first
+      // rather than try a recv that finds nothing (one system call less per round trip).
+      bool wait_first = !header_buffered();
       while (!done()) {
+        if (wait_first) {
+          wait_first = false;
+          const auto left = deadline - std::chrono::steady_clock::now();
+          if (left > std::chrono::nanoseconds::zero())
+            wait_readable(std::min<std::chrono::nanoseconds>(left, slice));
+        }
         const auto r = read_now();
         if (r == detail::ReadNow::closed) break;
         if (r == detail::ReadNow::progress) continue;

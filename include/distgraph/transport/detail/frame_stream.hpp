@@ -268,6 +268,10 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     ::ppoll(&p, 1, &ts, nullptr);
   }
 
+  /// After the hand-over, for the thread reading: whether a whole frame header is buffered,
+  /// so read_now() would make progress without the socket.
+  bool header_buffered() const noexcept { return !have_header_ && rlen_ >= frame_header_bytes; }
+
   /// Undoes pause_reading(): parses what is buffered, then reads on. Thread-safe.
   void resume_reading() {
     {
