@@ -236,3 +236,20 @@ TEST_CASE("'.' and '..' are not tensor names, on the wire and in every storage",
   }
   CHECK(mm.create({"...", DType::float32, 1, 1}));
 }
+
+TEST_CASE("quick_request lets only small row reads, writes and degree look-ups run inline",
+          "[server]") {
+  // What the socket thread may run itself must never wait or scan a partition.
+  for (const MsgType t : {MsgType::ping, MsgType::metadata, MsgType::list_tensors, MsgType::pull,
+                          MsgType::push, MsgType::push_add, MsgType::degrees}) {
+    CHECK(quick_request(t, 0));
+    CHECK(quick_request(t, quick_request_bytes));
+    CHECK_FALSE(quick_request(t, quick_request_bytes + 1));
+  }
+  for (const MsgType t :
+       {MsgType::barrier, MsgType::shutdown, MsgType::create_tensor, MsgType::delete_tensor,
+        MsgType::init_rows, MsgType::sparse_step, MsgType::save_tensors, MsgType::load_tensors,
+        MsgType::remove_checkpoint, MsgType::sample_neighbors, MsgType::find_edges,
+        MsgType::orig_ids, MsgType::hello, static_cast<MsgType>(999)})
+    CHECK_FALSE(quick_request(t, 8));
+}

@@ -221,9 +221,11 @@ inline constexpr std::uint64_t quick_request_bytes = 4096;
 
 /// Whether a KV or graph server request is small and never waits, so the server's socket
 /// thread may run it itself (AsioServerOptions::run_inline) instead of waking a handler
-/// thread: reads, row writes, samples, degrees and ID look-ups of at most
-/// quick_request_bytes. Barriers, shutdown, tensor creation and checkpoints always go to
-/// the handler threads.
+/// thread: row reads and writes and degree look-ups of at most quick_request_bytes. All
+/// else goes to the handler threads: barriers and shutdown wait; tensor creation and
+/// checkpoints take long; a sparse step may wait for a checkpoint's row locks; a sampler's
+/// or an edge look-up's first call builds tables over the whole partition, and a sample's
+/// work is not bounded by its request's size (a full neighbourhood).
 inline bool quick_request(MsgType type, std::uint64_t payload_bytes) noexcept {
   if (payload_bytes > quick_request_bytes) return false;
   switch (type) {
@@ -233,11 +235,7 @@ inline bool quick_request(MsgType type, std::uint64_t payload_bytes) noexcept {
     case MsgType::pull:
     case MsgType::push:
     case MsgType::push_add:
-    case MsgType::sparse_step:
-    case MsgType::sample_neighbors:
     case MsgType::degrees:
-    case MsgType::find_edges:
-    case MsgType::orig_ids:
       return true;
     default:
       return false;

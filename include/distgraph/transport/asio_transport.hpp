@@ -193,10 +193,9 @@ class AsioTransport {
     // While calls are pending and no caller reads, the io thread reads what arrives, so a
     // reply streams in while its caller still works (a pull's co-located rows). Armed by
     // send() of a large request and by a reader leaving calls pending; a watch that finds a
-    // caller reading
-    // lapses without touching a lock the reader needs (measured: re-arming at once, with
-    // the io thread's locking beside the reader, made small round trips slower than the
-    // old thread hop).
+    // caller reading lapses (measured: re-arming at once, with the io thread's locking
+    // beside the reader, made small round trips slower than the old thread hop). Only the
+    // watch's own bookkeeping (FrameStream::watch_readable) takes the stream's lock.
     void arm_watch() {
       if (watching_.exchange(true, std::memory_order_acq_rel)) return;
       watch_readable([self = shared_from_this()](const boost::system::error_code& ec) {

@@ -238,15 +238,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     std::lock_guard lock(mu_);
     if (closed_ || !enter_reactor_locked()) return;
     ++watches_;
+    // The count drops after the handler ran: one that watches again (a large reply still
+    // streaming in) keeps the socket in the reactor instead of leaving and re-entering.
     sock_.async_wait(tcp::socket::wait_read,
                      [self = this->shared_from_this(), h = std::forward<Handler>(on_ready)](
                          const boost::system::error_code& ec) mutable {
-                       {
-                         std::lock_guard lk(self->mu_);
-                         --self->watches_;
-                         self->leave_reactor_locked();
-                       }
                        h(ec);
+                       std::lock_guard lk(self->mu_);
+                       --self->watches_;
+                       self->leave_reactor_locked();
                      });
   }
   /// Blocks until the socket has bytes to read, is closed, or `timeout` passes. Polls a
@@ -550,12 +550,16 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     if (in_reactor_) return true;
     boost::system::error_code ec;
     sock_.assign(protocol_, fd_, ec);
-    if (!ec) sock_.non_blocking(true, ec);
     if (ec) {
       close_locked("cannot watch the socket: " + ec.message(), false);
       return false;
     }
-    in_reactor_ = true;
+    in_reactor_ = true;  // sock_ owns the descriptor from here, whatever follows
+    sock_.non_blocking(true, ec);
+    if (ec) {
+      close_locked("cannot watch the socket: " + ec.message(), false);
+      return false;
+    }
     return true;
   }
   void leave_reactor_locked() {
@@ -571,11 +575,19 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     close_reason_ = reason;
     armed_ = true;
     disarm_locked();
-    boost::system::error_code ec;
+    // Out of the reactor first (release deregisters explicitly: a close alone would not
+    // while wait_readable's duplicate keeps the socket open), then shut down and closed.
+    bool ours = !in_reactor_;
     if (in_reactor_) {
-      sock_.shutdown(tcp::socket::shutdown_both, ec);
-      sock_.close(ec);
-    } else {
+      boost::system::error_code ec;
+      sock_.release(ec);
+      ours = !ec;
+      if (!ours) {
+        sock_.shutdown(tcp::socket::shutdown_both, ec);
+        sock_.close(ec);
+      }
+    }
+    if (ours) {
       ::shutdown(fd_, SHUT_RDWR);
       ::close(fd_);
     }
