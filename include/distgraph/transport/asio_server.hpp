@@ -484,11 +484,11 @@ class AsioServer {
     // The back-pressure gate (gate_mu_ held). Moves waiting requests to `ready`, in order,
     // while fewer than num_threads of this connection's requests are in progress (more
     // could not run at once anyway; one more may run if run_inline accepts it, as on the
-    // socket thread it holds no handler thread) and its queued
-    // replies are under max_queued_reply_bytes, so a peer that sends requests and reads
-    // nothing holds at most the cap plus the replies of requests already running. While
-    // requests wait, reading pauses, which bounds the waiting list by what was read before
-    // the pause (one or two reads).
+    // socket thread it holds no handler thread) and its queued replies are under
+    // max_queued_reply_bytes, so a peer that sends requests and reads nothing holds at most
+    // the cap plus the replies of requests already running. While requests wait, reading
+    // pauses, which bounds the waiting list by what was read before the pause (one or two
+    // reads).
     void run_gate_locked(std::vector<detail::InFrame>& ready) {
       const auto& opt = server_->options_;
       while (!waiting_.empty() && !draining_ &&
