@@ -2,7 +2,7 @@
 // cluster, each beside the same epoch's forward and backward alone on blocks built in memory.
 //
 //   bench_train [--model sage|gcn|gat] [--scale S] [--epochs E] [--runs R] [--figure NAME]
-//   [--variants 0|1] [--cli PATH] [--keep DIR] [--json]
+//   [--variants 0|1] [--device cpu|cuda] [--cli PATH] [--keep DIR] [--json]
 //
 // The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
 // symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
@@ -43,6 +43,14 @@
 //                          compute bound.
 //   labor_input_nodes_ratio  LABOR's distinct input nodes per batch over uniform sampling's,
 //                          trainer 0's batches of the bound epoch (ratio = 1 / value).
+//   sage_epoch_standalone_cuda, sage_epoch_dist_cuda  with --device cuda (these two only):
+//                          the same runs with the model on cuda:0 (`distgraph train ...
+//                          --device cuda`; both loopback trainers share the one GPU, so
+//                          their gradients go through gloo), each against the same bound
+//                          computed on the GPU (batches copied there beforehand, timed to a
+//                          device synchronisation). params.h2d_bound_s: the bound batches'
+//                          features (through a pinned buffer, as the trainer stages them),
+//                          labels and blocks copied to the GPU alone, synchronised.
 // Bound: the same epoch's batches (epoch 1: same seeds, keys and shuffle as the run, made
 // through the StandaloneCluster beforehand) as BlockTensors and feature tensors in memory,
 // then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
@@ -54,7 +62,9 @@
 // (EpochStats, mean over the timed epochs) as fractions of epoch_s; sampling and fetching run on
 // the loader's prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
 // epoch_s - compute - all-reduce, the trainer's time outside its own work (mostly blocked
-// on the loader).
+// on the loader); "copy" is the batches put on the model's device (to tensors and, on a
+// GPU, the host-to-device copies), also outside compute.
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,6 +124,7 @@ struct Args {
   std::string keep;            ///< non-empty: write the dataset and partitions here and keep them
   std::string model = "sage";  ///< sage, gcn or gat
   int variants = 1;            ///< 1: the dist figure's fetch-less variants too; 0: plain only
+  std::string device = "cpu";  ///< cpu or cuda (the model's device; figures get "_cuda")
 };
 
 Args parse(int argc, char** argv) {
@@ -127,6 +138,7 @@ Args parse(int argc, char** argv) {
       .add("--keep", a.keep, "DIR")
       .add("--model", a.model, "sage|gcn|gat")
       .add("--variants", a.variants, 0, 1)
+      .add("--device", a.device, "cpu|cuda")
       .parse(argc, argv);
   return a;
 }
@@ -137,9 +149,20 @@ constexpr std::int64_t batch_size = 1000;
 const std::vector<std::int64_t> fanouts{10, 25};
 constexpr std::int64_t bound_epoch = 1;  ///< the first timed epoch
 
+/// The model's device (--device).
+torch::Device bench_device(const Args& a) {
+  return a.device == "cuda" ? torch::Device("cuda:0") : torch::Device(torch::kCPU);
+}
+
+/// A figure's name: `base`, with "_cuda" when the model is on the GPU.
+std::string on_device(const Args& a, const std::string& base) {
+  return a.device == "cuda" ? base + "_cuda" : base;
+}
+
 /// The recipe both figures train with: --model's default recipe with the sizes above.
 distgraph::NodeClassificationOptions bench_recipe(const Args& a) {
   auto o = distgraph::node_classification_recipe(distgraph::parse_model_kind(a.model));
+  o.device = bench_device(a);
   o.hidden = hidden;
   o.fanouts = fanouts;
   o.batch_size = batch_size;
@@ -226,17 +249,39 @@ std::string mapped_blas() {
   return "none found";
 }
 
+/// `batches` copied to `device` as the trainer stages them (features through one pinned
+/// buffer, labels and blocks directly), to a device synchronisation: the copies' seconds.
+double copy_to_device(std::vector<Prebuilt>& batches, torch::Device device) {
+  distgraph::Stopwatch clock;
+  torch::Tensor pinned;
+  for (Prebuilt& b : batches) {
+    if (pinned.numel() < b.x.numel())
+      pinned = torch::empty({b.x.numel()},
+                            torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+    auto stage = pinned.slice(0, 0, b.x.numel()).view(b.x.sizes());
+    stage.copy_(b.x);
+    b.x = stage.to(device, /*non_blocking=*/true);
+    b.y = b.y.to(device);
+    for (auto& blk : b.blocks) blk = blk.to(device);
+  }
+  torch::cuda::synchronize();
+  return clock.seconds();
+}
+
 /// Best of `runs` (after one untimed run) of the recipe's model trained over `batches`
-/// on `threads` torch intra-op threads and `blas` OpenBLAS threads (where libtorch's
-/// BLAS is OpenBLAS): forward, cross-entropy, backward and Adam step, nothing else. Seconds.
+/// (on `device`: there already) on `threads` torch intra-op threads and `blas` OpenBLAS
+/// threads (where libtorch's BLAS is OpenBLAS): forward, cross-entropy, backward and Adam
+/// step, nothing else; on a GPU, to a device synchronisation. Seconds.
 double forward_backward(const distgraph::NodeClassificationOptions& o,
                         const std::vector<Prebuilt>& batches, std::int64_t in_feats,
-                        std::int64_t classes, int threads, int blas, int runs) {
+                        std::int64_t classes, int threads, int blas, int runs,
+                        torch::Device device = torch::kCPU) {
   const int threads_before = torch::get_num_threads(), blas_before = distgraph::blas_threads();
   torch::set_num_threads(threads);
   if (blas > 0) distgraph::set_blas_threads(blas);
   torch::manual_seed(0);
   distgraph::NodeModel model = distgraph::detail::make_node_model(o, in_feats, classes);
+  model->to(device);
   model->train();
   torch::optim::Adam adam(model->parameters(),
                           torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
@@ -249,6 +294,7 @@ double forward_backward(const distgraph::NodeClassificationOptions& o,
       loss.backward();
       adam.step();
     }
+    if (device.is_cuda()) torch::cuda::synchronize();
     if (r >= 0) best = std::min(best, clock.seconds());
   }
   torch::set_num_threads(threads_before);
@@ -267,10 +313,12 @@ distgraph::EpochRow mean_row(const std::vector<distgraph::EpochRow>& rows) {
     m.fetch_s += r.fetch_s;
     m.compute_s += r.compute_s;
     m.allreduce_s += r.allreduce_s;
+    m.copy_s += r.copy_s;
     m.loss = r.loss;
     ++k;
   }
-  for (double* x : {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s}) *x /= k;
+  for (double* x : {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s, &m.copy_s})
+    *x /= k;
   return m;
 }
 
@@ -310,12 +358,13 @@ void add_epoch_figure(Bench& bench, const std::string& name,
   params["fetch_s"] = m.fetch_s;
   params["compute_s"] = m.compute_s;
   params["allreduce_s"] = m.allreduce_s;
-  params["wait_s"] = m.epoch_s - m.compute_s - m.allreduce_s;
-  params["shares"] = {{"sample", m.sample_s / m.epoch_s},
-                      {"fetch", m.fetch_s / m.epoch_s},
-                      {"compute", m.compute_s / m.epoch_s},
-                      {"allreduce", m.allreduce_s / m.epoch_s},
-                      {"wait", (m.epoch_s - m.compute_s - m.allreduce_s) / m.epoch_s}};
+  params["copy_s"] = m.copy_s;
+  const double wait = m.epoch_s - m.compute_s - m.allreduce_s - m.copy_s;
+  params["wait_s"] = wait;
+  params["shares"] = {
+      {"sample", m.sample_s / m.epoch_s},       {"fetch", m.fetch_s / m.epoch_s},
+      {"copy", m.copy_s / m.epoch_s},           {"compute", m.compute_s / m.epoch_s},
+      {"allreduce", m.allreduce_s / m.epoch_s}, {"wait", wait / m.epoch_s}};
   params["loss"] = m.loss;
   bench.rep.add(Figure{.figure = name,
                        .value = m.epoch_s,
@@ -336,10 +385,12 @@ void epoch_standalone(Bench& bench) {
   const distgraph::StandaloneGraph g = cluster.graph();
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   distgraph::Stopwatch clock;
-  const auto batches = prebuilt_batches(g, train_all, 0, 1);
+  auto batches = prebuilt_batches(g, train_all, 0, 1);
   const auto o = bench_recipe(bench.args);
-  const double bound = forward_backward(o, batches, bench.args.feat_dim, bench.args.classes,
-                                        threads, distgraph::blas_threads(), bench.args.runs);
+  const double h2d = o.device.is_cuda() ? copy_to_device(batches, o.device) : 0.0;
+  const double bound =
+      forward_backward(o, batches, bench.args.feat_dim, bench.args.classes, threads,
+                       distgraph::blas_threads(), bench.args.runs, o.device);
   bench.rep.note("standalone bound: " + std::to_string(batches.size()) + " batches, " +
                  std::to_string(bound) + " s (made and timed in " +
                  std::to_string(clock.seconds()) + " s)");
@@ -353,8 +404,13 @@ void epoch_standalone(Bench& bench) {
   params["mode"] = "standalone (StandaloneCluster, 2 METIS parts, in-process)";
   params["threads"] = threads;
   params["batch"] = batch_sizes(batches);
-  add_epoch_figure(bench, bench.args.model + "_epoch_standalone", rows, bound,
-                   "fwd+bwd_all_batches_t" + std::to_string(threads), params);
+  params["device"] = o.device.str();
+  if (o.device.is_cuda()) params["h2d_bound_s"] = h2d;
+  add_epoch_figure(bench, on_device(bench.args, bench.args.model + "_epoch_standalone"), rows,
+                   bound,
+                   (o.device.is_cuda() ? "fwd+bwd_all_batches_cuda" : "fwd+bwd_all_batches_t") +
+                       std::to_string(threads),
+                   params);
 }
 
 /// One distributed run of `distgraph train` on the bench's partition (`config`, else the
@@ -383,6 +439,8 @@ DistRun run_dist(Bench& bench, const std::vector<std::string>& flags, const fs::
                                    std::to_string(batch_size),
                                    "--model",
                                    bench.args.model,
+                                   "--device",
+                                   bench.args.device,
                                    "--json",
                                    "--out",
                                    run.string()};
@@ -405,7 +463,8 @@ DistRun run_dist(Bench& bench, const std::vector<std::string>& flags, const fs::
                           .allreduce_s = j["allreduce_s"].get<double>(),
                           .remote_rows = j.value("remote_rows", std::int64_t{0}),
                           .remote_bytes = j.value("remote_bytes", std::int64_t{0}),
-                          .cache_hit_rate = j.value("cache_hit_rate", 0.0)});
+                          .cache_hit_rate = j.value("cache_hit_rate", 0.0),
+                          .copy_s = j.value("copy_s", 0.0)});
     else if (j.contains("epoch_s_mean"))
       out.result = j;
   });
@@ -454,23 +513,28 @@ void epoch_dist(Bench& bench) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / 2);
   constexpr int trainers = 2;
-  double bound = 0;
+  double bound = 0, h2d = 0;
   std::size_t num_batches = 0;
   nlohmann::json sizes;
+  const torch::Device device = bench_device(bench.args);
   {
     distgraph::StandaloneCluster<> cluster(bench.config);
     const distgraph::StandaloneGraph g = cluster.graph();
     const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
-    const auto batches = prebuilt_batches(g, train_all, 0, trainers);
+    auto batches = prebuilt_batches(g, train_all, 0, trainers);
     num_batches = batches.size();
     sizes = batch_sizes(batches);
+    if (device.is_cuda()) h2d = copy_to_device(batches, device);
     bound = forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
-                             bench.args.classes, threads, threads, bench.args.runs);
+                             bench.args.classes, threads, threads, bench.args.runs, device);
   }
   bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
-                 std::to_string(bound) + " s on " + std::to_string(threads) + " thread(s)");
-  const std::string bound_name = "fwd+bwd_trainer0_batches_t" + std::to_string(threads);
-  const std::string base = bench.args.model + "_epoch_dist";
+                 std::to_string(bound) + " s on " + device.str() + ", " + std::to_string(threads) +
+                 " thread(s)");
+  const std::string bound_name =
+      (device.is_cuda() ? "fwd+bwd_trainer0_batches_cuda_t" : "fwd+bwd_trainer0_batches_t") +
+      std::to_string(threads);
+  const std::string base = on_device(bench.args, bench.args.model + "_epoch_dist");
   double plain_bytes = 0;
   for (const DistVariant& v : dist_variants) {
     if (!bench.args.variants && std::string(v.name) != "plain") continue;
@@ -479,12 +543,13 @@ void epoch_dist(Bench& bench) {
     const bool plain = std::string(v.name) == "plain";
     if (plain) plain_bytes = bytes;
     nlohmann::json params = bench.params;
-    params["mode"] =
-        "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
+    params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
     params["variant"] = v.name;
     params["flags"] = v.flags;
     params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
     params["trainer_threads"] = threads;
+    params["device"] = device.str();
+    if (device.is_cuda()) params["h2d_bound_s"] = h2d;
     params["batch"] = sizes;
     params["result"] = r.result;
     params["remote_bytes_per_epoch"] = bytes;
@@ -505,7 +570,8 @@ void epoch_dist(Bench& bench) {
     // A network slower than loopback: the epoch's own work (compute and sampling) plus each
     // trainer's share of the remote bytes at 10 Gbit/s, nothing overlapped.
     const auto m = mean_row(r.rows);
-    const double modeled = m.compute_s + m.sample_s + bytes / trainers / link_bytes_per_s;
+    const double modeled =
+        m.compute_s + m.copy_s + m.sample_s + bytes / trainers / link_bytes_per_s;
     bench.rep.add(Figure{.figure = base + "_10gbit",
                          .value = modeled,
                          .unit = "s",
@@ -513,8 +579,9 @@ void epoch_dist(Bench& bench) {
                          .bound_name = bound_name,
                          .kind = Kind::time,
                          .params = {{"variant", v.name},
-                                    {"model", "compute_s + sample_s + remote_bytes / trainers / "
-                                              "1.25e9 B/s"},
+                                    {"model",
+                                     "compute_s + copy_s + sample_s + remote_bytes / "
+                                     "trainers / 1.25e9 B/s"},
                                     {"compute_s", m.compute_s},
                                     {"sample_s", m.sample_s},
                                     {"remote_bytes_per_trainer", bytes / trainers}}});
@@ -528,8 +595,8 @@ void labor_input_nodes(Bench& bench) {
   const distgraph::StandaloneGraph g = cluster.graph();
   const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
   const distgraph::NodeClassificationOptions o;
-  const auto ids = distgraph::detail::train_share(g, train_all, o,
-                                                  {.rank = 0, .num_trainers = 2, .force_even = true});
+  const auto ids = distgraph::detail::train_share(
+      g, train_all, o, {.rank = 0, .num_trainers = 2, .force_even = true});
   double inputs[2] = {0, 0};
   std::int64_t batches = 0;
   for (int k = 0; k < 2; ++k) {
@@ -561,13 +628,14 @@ void print_shares(const Bench& bench) {
   if (bench.rep.json() || bench.shares.empty()) return;
   std::printf(
       "\nwhere an epoch goes (mean of the timed epochs; seconds, share of epoch_s; sample and "
-      "fetch\nrun on the prefetch thread, overlapping compute; wait = epoch - compute - "
-      "all-reduce)\n%-24s %9s %16s %16s %16s %16s %16s\n",
-      "figure", "epoch_s", "sample", "fetch", "compute", "all-reduce", "wait");
+      "fetch\nrun on the prefetch thread, overlapping compute; copy: batches onto the model's "
+      "device;\nwait = epoch - copy - compute - all-reduce)\n%-28s %9s %16s %16s %16s %16s %16s "
+      "%16s\n",
+      "figure", "epoch_s", "sample", "fetch", "copy", "compute", "all-reduce", "wait");
   for (const auto& [name, m] : bench.shares) {
-    std::printf("%-24s %9.3f", name.c_str(), m.epoch_s);
-    const double wait = m.epoch_s - m.compute_s - m.allreduce_s;
-    for (const double x : {m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, wait})
+    std::printf("%-28s %9.3f", name.c_str(), m.epoch_s);
+    const double wait = m.epoch_s - m.copy_s - m.compute_s - m.allreduce_s;
+    for (const double x : {m.sample_s, m.fetch_s, m.copy_s, m.compute_s, m.allreduce_s, wait})
       std::printf(" %8.3f (%4.1f%%)", x, 100.0 * x / m.epoch_s);
     std::printf("\n");
   }
@@ -578,19 +646,35 @@ void print_shares(const Bench& bench) {
 int main(int argc, char** argv) {
   Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
   distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
-  const Args& args = bench.args;
+  Args& args = bench.args;
   if (args.model != "sage" && args.model != "gcn" && args.model != "gat") {
     std::fprintf(stderr, "bench_train: --model %s; expected sage, gcn or gat\n",
                  args.model.c_str());
     return 2;
   }
-  const std::string standalone_name = args.model + "_epoch_standalone",
-                    dist_name = args.model + "_epoch_dist";
-  const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
+  if (args.device != "cpu" && args.device != "cuda") {
+    std::fprintf(stderr, "bench_train: --device %s; expected cpu or cuda\n", args.device.c_str());
+    return 2;
+  }
+  if (args.device == "cuda" && !torch::cuda::is_available()) {
+    std::fprintf(stderr,
+                 "bench_train: --device cuda: no CUDA device here (or a libtorch "
+                 "built without CUDA)\n");
+    return 2;
+  }
+  const std::string standalone_name = on_device(args, args.model + "_epoch_standalone"),
+                    dist_name = on_device(args, args.model + "_epoch_dist");
+  std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
       {standalone_name, epoch_standalone},
       {dist_name, epoch_dist},
-      {"labor_input_nodes_ratio", labor_input_nodes},
   };
+  // On the GPU: the two epoch figures, plain (the fetch-less variants are about the CPU
+  // cluster's network, and LABOR's input nodes do not depend on the device).
+  if (args.device == "cuda") {
+    args.variants = 0;
+  } else {
+    figures.emplace_back("labor_input_nodes_ratio", labor_input_nodes);
+  }
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
                                            [&](const auto& f) { return f.first == args.figure; })) {
     std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
@@ -642,12 +726,14 @@ int main(int argc, char** argv) {
        {"epochs", "1 warm-up + " + std::to_string(args.epochs) + " timed (mean)"},
        {"bound", "forward+backward+Adam over epoch " + std::to_string(bound_epoch) +
                      "'s prebuilt batches, best of " + std::to_string(args.runs)},
+       {"device", bench_device(args).str()},
        {"torch_threads", std::to_string(torch::get_num_threads())},
        {"blas_threads", std::to_string(distgraph::blas_threads())},
        {"dataset_seconds", std::to_string(build_s)},
        {"cli", args.cli},
        {"blas", blas}});
   bench.params = {{"model", args.model},
+                  {"device", bench_device(args).str()},
                   {"scale", args.scale},
                   {"edge_factor", args.edge_factor},
                   {"n", data.num_nodes},

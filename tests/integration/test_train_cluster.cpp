@@ -149,7 +149,7 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   std::getline(csv, line);
   CHECK(line ==
         "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-        "remote_rows,remote_bytes,cache_hit_rate,val_loss");
+        "remote_rows,remote_bytes,cache_hit_rate,val_loss,copy_s");
   int rows = 0;
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
@@ -157,7 +157,7 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
     std::vector<std::string> cells;
     std::istringstream cs(line);
     for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    REQUIRE(cells.size() == 13);
+    REQUIRE(cells.size() == 14);
     // Two machines: every epoch's batches need some rows of the other one (features of
     // at least 4 bytes each), unless the machine's cache holds them.
     const auto remote_rows = std::stoll(cells[9]);
@@ -634,7 +634,7 @@ TEST_CASE("Cora with the row cache, LABOR and bfloat16 features together trains 
   std::vector<std::string> cells;
   std::istringstream cs(line);
   for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-  REQUIRE(cells.size() == 13);
+  REQUIRE(cells.size() == 14);
   CHECK(std::stod(cells[11]) > 0.5);  // cache_hit_rate
 }
 

@@ -1,5 +1,4 @@
-// Gradient all-reduce over gloo, the trainer loop (single and data-parallel), GPU, Cora.
-#include <torch/cuda.h>
+// Gradient all-reduce over gloo, the trainer loop (single and data-parallel), Cora (GPU: tests/gpu).
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "batch_source.hpp"
+#include "sbm_fixture.hpp"
 #include "distgraph/dist/node_data_loader.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
@@ -24,6 +24,7 @@
 
 using namespace distgraph;
 using distgraph::test::TestBatch;
+using distgraph::test::SbmFixture;
 using distgraph::test::TestBatchSource;
 using distgraph::test::collective_timeout;
 using distgraph::test::with_group;
@@ -31,57 +32,6 @@ using distgraph::test::with_store;
 
 namespace {
 
-
-/// An SBM node-classification graph in memory (features well separated by class).
-struct SbmFixture {
-  Dataset data;
-  Graph graph;
-  explicit SbmFixture(int classes = 4) {
-    SbmOptions o;
-    o.num_nodes = 1200;
-    o.num_classes = classes;
-    o.avg_degree = 8;
-    o.feat_dim = 16;
-    o.feature_noise = 1.0;
-    o.train_fraction = 0.3;
-    o.val_fraction = 0.2;
-    o.test_fraction = 0.5;
-    o.seed = 5;
-    o.num_threads = 1;
-    data = sbm_dataset(o);
-    graph = dataset_graph(data, 1);
-  }
-
-  std::vector<std::int64_t> ids(const Buffer<bool>& mask) const {
-    std::vector<std::int64_t> out;
-    for (std::size_t v = 0; v < mask.size(); ++v)
-      if (mask[v]) out.push_back(static_cast<std::int64_t>(v));
-    return out;
-  }
-
-  /// Batches of `seeds` sampled from the in-memory graph.
-  TestBatchSource source(std::vector<std::int64_t> seeds, std::vector<std::int64_t> fanouts,
-                         std::int64_t batch_size, std::int64_t rank = 0) const {
-    auto sampler = std::make_shared<MultiLayerNeighborSampler<>>(
-        std::move(fanouts), UniformSampler{}, SampleOptions{.num_threads = 1});
-    return TestBatchSource(
-        std::move(seeds), batch_size, true, 11, rank,
-        [this, sampler](std::span<const std::int64_t> s, const SampleKey& key) {
-          return sampler->sample_blocks(in_edges_view(graph), s, key);
-        },
-        [this](TestBatch& b) {
-          b.feat_dim = data.feat_dim;
-          b.features = test::gather_rows(data.feat.span(), data.feat_dim, b.input_nodes);
-          for (const auto v : b.output_nodes)
-            b.labels.push_back(data.label[static_cast<std::size_t>(v)]);
-        });
-  }
-
-  GraphSAGE model() const {
-    return GraphSAGE(GraphSAGEOptions{
-        .in_feats = data.feat_dim, .hidden = 32, .num_classes = data.num_classes, .dropout = 0.2});
-  }
-};
 
 static_assert(BatchSource<TestBatchSource>);
 static_assert(BatchSource<NodeDataLoader<StandaloneGraph>>);  // the real loader fits
@@ -272,21 +222,6 @@ TEST_CASE("the trainer rejects batches without labels or with features of the wr
     b.labels.assign(b.output_nodes.size(), 0);
   });
   CHECK_THROWS_AS(trainer.train_epoch(short_features, 0), ShapeError);
-}
-
-TEST_CASE("the trainer runs the same code on a CUDA device", "[train][gpu]") {
-  if (!torch::cuda::is_available()) {
-    WARN("SKIPPED: no CUDA device (or libtorch built without CUDA)");
-    return;
-  }
-  torch::manual_seed(3);
-  const SbmFixture f;
-  Trainer<> trainer(f.model(), {.lr = 0.01, .weight_decay = 0, .device = torch::Device("cuda:0")});
-  auto train = f.source(f.ids(f.data.train_mask), {5, 10}, 64);
-  for (int e = 0; e < 8; ++e) trainer.train_epoch(train, e);
-  CHECK(trainer.model()->parameters().front().device().is_cuda());
-  auto test = f.source(f.ids(f.data.test_mask), {-1, -1}, 256);
-  CHECK(trainer.evaluate(test).value > 0.7);
 }
 
 TEST_CASE("GraphSAGE trained standalone on Cora reaches the reference test accuracy",

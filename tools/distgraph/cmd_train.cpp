@@ -1,6 +1,8 @@
 // `distgraph train`: the main job. Without a role in the environment it prepares a run
 // (dataset, partition, loopback cluster) and either trains in this process (--standalone)
 // or launches servers and trainers that run this same subcommand in the trainer role.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <torch/cuda.h>
@@ -84,17 +86,56 @@ Metric parse_metric(const std::string& m) {
 
 torch::Device parse_device(const std::string& d) {
   if (d == "cpu") return torch::kCPU;
-  if (d == "cuda" || d.rfind("cuda:", 0) == 0) {
-    if (!torch::cuda::is_available())
-      throw UsageError("train: --device " + d +
-                       ": no CUDA device here (libtorch without CUDA, or no GPU)");
-    try {
-      return torch::Device(d == "cuda" ? "cuda:0" : d);
-    } catch (const std::exception&) {
-      throw UsageError("train: --device '" + d + "' is not a device; expected cpu or cuda[:N]");
-    }
+  if (d != "cuda" && d.rfind("cuda:", 0) != 0)
+    throw UsageError("train: --device '" + d + "'; expected cpu or cuda[:N]");
+  torch::Device device = torch::kCPU;
+  try {
+    device = torch::Device(d == "cuda" ? "cuda:0" : d);
+  } catch (const std::exception&) {
+    throw UsageError("train: --device '" + d + "' is not a device; expected cpu or cuda[:N]");
   }
-  throw UsageError("train: --device '" + d + "'; expected cpu or cuda[:N]");
+  // libtorch's CUDA library registers a device guard when it loads; a CPU build has none.
+  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+    throw UsageError("train: --device " + d +
+                     ": this libtorch was built without CUDA (build against a CUDA libtorch: "
+                     "RUNTIME.md, GPU trainers)");
+  const auto count = static_cast<std::int64_t>(torch::cuda::device_count());
+  if (count == 0)
+    throw UsageError("train: --device " + d +
+                     ": no CUDA device is visible here (no GPU, no driver, or "
+                     "CUDA_VISIBLE_DEVICES hides them)");
+  if (device.index() >= count)
+    throw UsageError("train: --device " + d + ": this machine has " + std::to_string(count) +
+                     " CUDA device" + (count == 1 ? "" : "s") + " (cuda:0" +
+                     (count == 1 ? "" : " to cuda:" + std::to_string(count - 1)) + ")");
+  return device;
+}
+
+/// torch's out-of-memory message without its advice and backtrace: what was asked for and
+/// what the device had ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
+/// capacity of 79.19 GiB of which 1.06 GiB is free.").
+std::string oom_summary(const c10::Error& e) {
+  std::string m = e.what_without_backtrace();
+  if (const auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+  for (const char* tail : {" Including non-PyTorch", " Of the allocated", " If reserved"})
+    if (const auto at = m.find(tail); at != std::string::npos) m.resize(at);
+  return m;
+}
+
+/// Runs `train` (a trainer's work on `device`), turning torch's device errors into one
+/// line that names `who` (the trainer) and, when it ran out of memory, the allocation.
+template <class Train>
+int on_device(const std::string& who, torch::Device device, Train&& train) {
+  try {
+    return train();
+  } catch (const c10::OutOfMemoryError& e) {
+    throw DeviceError(who + " on " + device.str() + ": out of GPU memory: " + oom_summary(e));
+  } catch (const c10::Error& e) {
+    if (device.is_cpu()) throw;
+    std::string m = e.what_without_backtrace();
+    if (const auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+    throw DeviceError(who + " on " + device.str() + ": " + m);
+  }
 }
 
 /// Whether `model` names a typed graph's model (--model rgcn|hsage).
@@ -165,8 +206,7 @@ NodeClassificationOptions recipe_from(const Args& a) {
   o.cache_mb = a.get_int("cache-mb", o.cache_mb, 0, std::max<std::int64_t>(mem_mib, 1));
   o.cache_policy = a.get_or("cache-policy", o.cache_policy);
   if (o.cache_policy != "presample" && o.cache_policy != "halo")
-    throw UsageError("train: --cache-policy '" + o.cache_policy +
-                     "': expected presample or halo");
+    throw UsageError("train: --cache-policy '" + o.cache_policy + "': expected presample or halo");
   if (a.get_or("task", "node") == "link" && kind != ModelKind::sage)
     throw UsageError("train: --model " + model +
                      " is for --task node (link prediction trains "
@@ -239,7 +279,8 @@ nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric) {
           {"remote_rows", r.remote_rows},
           {"remote_bytes", r.remote_bytes},
           {"cache_hit_rate", r.cache_hit_rate},
-          {"val_loss", r.val_loss}};
+          {"val_loss", r.val_loss},
+          {"copy_s", r.copy_s}};
 }
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log
@@ -257,8 +298,8 @@ EpochCallback epoch_printer(bool json, std::int64_t epochs) {
           "(sample %.3f, fetch %.3f, compute %.3f, all-reduce %.3f; remote %.1f MB, "
           "cache hits %.0f%%)%s",
           tty ? "\r\033[K" : "", static_cast<long long>(r.epoch + 1),
-          static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, val,
-          r.epoch_s, r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
+          static_cast<long long>(epochs), r.loss, to_string(m), r.train_metric, val, r.epoch_s,
+          r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
           static_cast<double>(r.remote_bytes) / 1e6, 100 * r.cache_hit_rate,
           tty && r.epoch + 1 < epochs ? "" : "\n");
     }
@@ -272,8 +313,8 @@ void print_result(const nlohmann::json& result, bool json) {
   } else {
     std::string selected;
     if (result.contains("best_epoch"))
-      selected = " of the model of epoch " + std::to_string(result["best_epoch"].get<long long>() + 1) +
-                 " (best validation)";
+      selected = " of the model of epoch " +
+                 std::to_string(result["best_epoch"].get<long long>() + 1) + " (best validation)";
     // A terminal's updating epoch line ends only at the last of --epochs.
     if (result.value("stopped_early", false) && ::isatty(STDOUT_FILENO) == 1) std::printf("\n");
     if (result.value("stopped_early", false))
@@ -307,8 +348,7 @@ void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) 
   if (a.has("patience"))
     throw UsageError("train: --patience is for homogeneous graphs (typed runs train all --epochs)");
   for (const char* opt : {"eval", "eval-every", "save-embeddings"})
-    if (a.has(opt))
-      throw UsageError(std::string("train: --") + opt + " is for homogeneous graphs");
+    if (a.has(opt)) throw UsageError(std::string("train: --") + opt + " is for homogeneous graphs");
   if (recipe.sampler != "uniform")
     throw UsageError("train: --sampler " + recipe.sampler +
                      " is for homogeneous graphs (typed graphs sample per relation)");
@@ -336,10 +376,9 @@ void save_embeddings(const Graph& g, NodeClassificationResult& res,
 
 /// Runs the task `--task` names on `g` (collective over `groups`).
 template <class Graph>
-RunResult run_task(const Args& a, const Graph& g,
-                                  const NodeClassificationOptions& recipe,
-                                  const TrainerGroups& groups, bool report,
-                                  const std::optional<std::string>& target) {
+RunResult run_task(const Args& a, const Graph& g, const NodeClassificationOptions& recipe,
+                   const TrainerGroups& groups, bool report,
+                   const std::optional<std::string>& target) {
   const auto task = a.get_or("task", "node");
   if (target) {
     check_typed_recipe(a, recipe);
@@ -391,13 +430,18 @@ int run_trainer_role(const Args& args) {
     recipe.device = torch::Device(
         torch::kCUDA,
         static_cast<c10::DeviceIndex>(ctx.local_rank() % torch::cuda::device_count()));
-  const auto groups = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
-  const RuntimeGraph g = ctx.graph();
-  const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
-  // Typed runs: the launching command named the target on every trainer's command line.
-  const auto res = run_task(args, g, recipe, groups, rank0, args.get("target-ntype"));
-  if (rank0) print_result(result_json(res), json);
-  return 0;
+  const std::string who = "trainer " + std::to_string(ctx.rank()) + " of " +
+                          std::to_string(ctx.world_size()) + " (machine " +
+                          std::to_string(ctx.machine_id()) + ")";
+  return on_device(who, recipe.device, [&] {
+    const auto groups = trainer_groups_from_env(recipe.device, recipe.collective_timeout);
+    const RuntimeGraph g = ctx.graph();
+    const bool rank0 = ctx.rank() == 0;  // the library creates --out after its checks
+    // Typed runs: the launching command named the target on every trainer's command line.
+    const auto res = run_task(args, g, recipe, groups, rank0, args.get("target-ntype"));
+    if (rank0) print_result(result_json(res), json);
+    return 0;
+  });
 }
 
 /// Partition config `config`, read; PartitionError unless it holds `d` (its node count and
@@ -580,15 +624,17 @@ int run_train(std::vector<std::string> argv) {
     Context ctx = make_context(Environment{}, io);
     // libtorch may default to one intra-op thread; a standalone run owns the machine.
     set_intra_op_threads(ctx.intra_op_threads());
-    const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true, target);
-    print_result(result_json(res), json);
-    return 0;
+    return on_device("the standalone trainer", recipe.device, [&] {
+      const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true, target);
+      print_result(result_json(res), json);
+      return 0;
+    });
   }
 
   // A loopback cluster: machine i on 127.0.0.1 serves partition i.
   LaunchOptions lo = loopback_launch(out, config, num_parts, servers, trainers);
   lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
-  lo.report = out / "processes.json";                    // each process's time and peak RSS
+  lo.report = out / "processes.json";                   // each process's time and peak RSS
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
   lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);

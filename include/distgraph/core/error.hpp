@@ -163,4 +163,11 @@ class AuthError : public Error {
   explicit AuthError(const std::string& what) : Error(what) {}
 };
 
+/// A compute device failed a trainer: out of GPU memory, a CUDA error. The message names
+/// the trainer, the device and, for memory, the allocation that did not fit.
+class DeviceError : public Error {
+ public:
+  explicit DeviceError(const std::string& what) : Error(what) {}
+};
+
 }  // namespace distgraph

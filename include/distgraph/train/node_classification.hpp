@@ -642,7 +642,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
                        .remote_rows = static_cast<std::int64_t>(traffic[0]),
                        .remote_bytes = static_cast<std::int64_t>(traffic[1]),
                        .cache_hit_rate = traffic[2] > 0 ? traffic[2] / (traffic[0] + traffic[2]) : 0.0,
-                       .val_loss = v.loss};
+                       .val_loss = v.loss,
+                       .copy_s = st.copy_s};
     if (rank == 0) {
       detail::publish_epoch(
           res, row, metric, o.out, trainer, identity,

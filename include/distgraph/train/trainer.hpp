@@ -74,7 +74,8 @@ struct EpochStats {
   double sample_s = 0;     ///< sampling the blocks (in the loader, maybe in the background)
   double fetch_s = 0;      ///< pulling features and labels (likewise)
   double wait_s = 0;       ///< blocked in the loader's next()
-  double compute_s = 0;    ///< to tensors, forward, backward, optimiser step
+  double copy_s = 0;       ///< batches to tensors on the device (host-to-device copies)
+  double compute_s = 0;    ///< forward, backward, optimiser step
   double allreduce_s = 0;  ///< gradient all-reduce
 };
 
@@ -229,7 +230,12 @@ class Trainer {
       Stopwatch clock;
       const torch::Tensor x = inputs_of(*batch, /*learn=*/true);
       const torch::Tensor y = labels_of(*batch);
+      // The blocks' copies are pageable, so they return only once the stream has also
+      // finished the features' asynchronous copy queued before them: this is the whole
+      // host-to-device time (PERFORMANCE.md, GPU).
       const auto blocks = block_tensors(std::move(batch->blocks), options_.device);
+      st.copy_s += clock.seconds();
+      clock.reset();
       const torch::Tensor logits = model_->forward(blocks, x);
       const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
       optimizer_->zero_grad();
