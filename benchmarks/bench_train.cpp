@@ -41,6 +41,10 @@
 //   sage_epoch_dist_10gbit one per variant: a network model, compute_s + sample_s + each
 //                          trainer's remote bytes at 10 Gbit/s (no overlap), beside the same
 //                          compute bound.
+//   sage_epoch_dist_traced the plain dist run with `--trace FILE` (every trainer's and
+//                          server's timeline), bound: the same run without it, alternated
+//                          twice (best of each); ratio = untraced / traced, the cost of a
+//                          trace. params: the trace's events and bytes.
 //   labor_input_nodes_ratio  LABOR's distinct input nodes per batch over uniform sampling's,
 //                          trainer 0's batches of the bound epoch (ratio = 1 / value).
 //   sage_epoch_standalone_cuda, sage_epoch_dist_cuda  with --device cuda (these two only):
@@ -588,6 +592,38 @@ void epoch_dist(Bench& bench) {
   }
 }
 
+/// The plain distributed epoch with `--trace` against the same run without it, alternated
+/// (plain, traced, plain, traced) so that both see the same machine: what a timeline costs.
+void epoch_traced(Bench& bench) {
+  const fs::path file = bench.dataset_dir.parent_path() / "trace.json";
+  const std::vector<std::string> plain_flags{"--cache-mb", "0"};
+  std::vector<std::string> traced_flags = plain_flags;
+  traced_flags.insert(traced_flags.end(), {"--trace", file.string()});
+  std::vector<double> plain, traced;
+  std::int64_t events = 0, bytes = 0;
+  for (int i = 0; i < 2; ++i) {
+    plain.push_back(mean_row(run_dist(bench, plain_flags, bench.config).rows).epoch_s);
+    traced.push_back(mean_row(run_dist(bench, traced_flags, bench.config).rows).epoch_s);
+    std::ifstream in(file);
+    events = -2;  // the opening and closing lines
+    for (std::string line; std::getline(in, line);) ++events;
+    bytes = static_cast<std::int64_t>(fs::file_size(file));
+  }
+  nlohmann::json params = bench.params;
+  params["plain_epoch_s"] = plain;
+  params["traced_epoch_s"] = traced;
+  params["trace_events"] = events;
+  params["trace_bytes"] = bytes;
+  params["epochs_per_run"] = 1 + bench.args.epochs;
+  bench.rep.add(Figure{.figure = on_device(bench.args, bench.args.model + "_epoch_dist_traced"),
+                       .value = *std::min_element(traced.begin(), traced.end()),
+                       .unit = "s",
+                       .bound = *std::min_element(plain.begin(), plain.end()),
+                       .bound_name = bench.args.model + "_epoch_dist_untraced_same_run",
+                       .kind = Kind::time,
+                       .params = params});
+}
+
 /// LABOR's distinct input nodes per batch over uniform sampling's, on trainer 0's batches
 /// of the bound epoch (the same seeds and keys).
 void labor_input_nodes(Bench& bench) {
@@ -669,10 +705,11 @@ int main(int argc, char** argv) {
       {dist_name, epoch_dist},
   };
   // On the GPU: the two epoch figures, plain (the fetch-less variants are about the CPU
-  // cluster's network, and LABOR's input nodes do not depend on the device).
+  // cluster's network; LABOR's input nodes and a trace's cost do not depend on the device).
   if (args.device == "cuda") {
     args.variants = 0;
   } else {
+    figures.emplace_back(dist_name + "_traced", epoch_traced);
     figures.emplace_back("labor_input_nodes_ratio", labor_input_nodes);
   }
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
@@ -680,7 +717,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
     return 2;
   }
-  if ((args.figure.empty() || args.figure == dist_name) && !fs::exists(args.cli)) {
+  if ((args.figure.empty() || args.figure.rfind(dist_name, 0) == 0) && !fs::exists(args.cli)) {
     std::fprintf(stderr, "bench_train: no distgraph program at %s (give --cli PATH)\n",
                  args.cli.c_str());
     return 2;

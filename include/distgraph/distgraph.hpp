@@ -12,6 +12,7 @@
 #include "distgraph/core/progress.hpp"
 #include "distgraph/core/tensor.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 // graph
 #include "distgraph/graph/boost_adapter.hpp"
 #include "distgraph/graph/builder.hpp"

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,6 +113,107 @@ std::pair<std::vector<nlohmann::json>, std::vector<nlohmann::json>> whole_and_re
 }
 
 }  // namespace
+
+/// The trace at `path`, checked as a whole: every complete span of a thread nests in or
+/// follows the ones before it, every async request has one begin and one end after it.
+/// Returns, per process name, the names of its spans.
+std::map<std::string, std::set<std::string>> checked_trace(const fs::path& path) {
+  const auto j = read_json(path);
+  REQUIRE(j["traceEvents"].is_array());
+  std::map<std::int64_t, std::string> process;
+  std::map<std::pair<std::int64_t, std::int64_t>,
+           std::vector<std::pair<std::int64_t, std::int64_t>>>
+      spans;  // (pid, tid) -> (start, end) in ns
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> async;  // (pid, id) -> phases
+  std::map<std::int64_t, std::set<std::string>> names;
+  const auto ns = [](const nlohmann::json& v) { return std::llround(v.get<double>() * 1000); };
+  for (const auto& e : j["traceEvents"]) {
+    const auto pid = e["pid"].get<std::int64_t>();
+    const std::string ph = e["ph"];
+    if (ph == "M") {
+      if (e["name"] == "process_name") process[pid] = e["args"]["name"];
+      continue;
+    }
+    names[pid].insert(e["name"].get<std::string>());
+    if (ph == "X") {
+      spans[{pid, e["tid"].get<std::int64_t>()}].emplace_back(ns(e["ts"]),
+                                                              ns(e["ts"]) + ns(e["dur"]));
+    } else {
+      REQUIRE((ph == "b" || ph == "e"));
+      async[{pid, e["id"].get<std::int64_t>()}] += ph;
+    }
+  }
+  for (auto& [track, list] : spans) {
+    // Sorted by start, longest first: each span must fit inside the open one it starts in.
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<std::int64_t> open_ends;
+    for (const auto& [start, end] : list) {
+      while (!open_ends.empty() && open_ends.back() <= start) open_ends.pop_back();
+      INFO("pid " << track.first << " tid " << track.second << ": span [" << start << ", " << end
+                  << ") overlaps an enclosing span's end");
+      if (!open_ends.empty()) REQUIRE(end <= open_ends.back());
+      open_ends.push_back(end);
+    }
+  }
+  for (const auto& [key, phases] : async) CHECK(phases == "be");
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& [pid, n] : names) {
+    REQUIRE(process.count(pid) == 1);
+    out[process[pid]] = n;
+  }
+  return out;
+}
+
+TEST_CASE(
+    "distgraph train --trace writes one timeline of every trainer and server, whose "
+    "spans nest",
+    "[train][integration][trace]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path trace = tmp.path() / "trace.json";
+  const Run r = train({"--parts", "2", "--epochs", "2", "--patience", "0", "--fanouts", "5,5",
+                       "--trace", trace.string(), "--out", (tmp.path() / "run").string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto by_process = checked_trace(trace);
+  CHECK_FALSE(fs::exists(tmp.path() / "trace.json.parts"));  // merged, then removed
+  for (const std::string t : {"trainer 0.0", "trainer 1.0"}) {
+    INFO(t);
+    REQUIRE(by_process.count(t) == 1);
+    const auto& n = by_process.at(t);
+    for (const char* phase : {"epoch", "wait", "copy", "forward", "backward", "all-reduce",
+                              "bucket", "optimizer", "metrics", "sample", "layer", "to_block",
+                              "sample local", "fetch", "read local", "validate", "test"})
+      CHECK(n.count(phase) == 1);
+    // Requests to the other machine's server, in flight (partition 1 for trainer 0 and 0
+    // for trainer 1).
+    const std::string other = " -> partition " + std::string(t == "trainer 0.0" ? "1" : "0");
+    CHECK(n.count("sample_neighbors" + other) == 1);
+    CHECK(std::any_of(n.begin(), n.end(), [&](const std::string& x) {
+      return x.rfind("pull '", 0) == 0 && x.find("feat'" + other) != std::string::npos;
+    }));
+  }
+  for (const std::string s : {"server 0.0", "server 1.0"}) {
+    INFO(s);
+    REQUIRE(by_process.count(s) == 1);
+    CHECK(by_process.at(s).count("sample_neighbors") == 1);
+    CHECK(by_process.at(s).count("pull") == 1);
+  }
+
+  // Standalone: one process, the same phases but the remote ones.
+  const fs::path one = tmp.path() / "standalone.json";
+  const Run s = train({"--standalone", "--epochs", "1", "--patience", "0", "--fanouts", "5,5",
+                       "--trace", one.string(), "--out", (tmp.path() / "run1").string()});
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  const auto alone = checked_trace(one);
+  REQUIRE(alone.count("trainer 0 (standalone)") == 1);
+  for (const char* phase :
+       {"epoch", "wait", "copy", "forward", "backward", "optimizer", "sample", "layer", "fetch"})
+    CHECK(alone.at("trainer 0 (standalone)").count(phase) == 1);
+}
 
 TEST_CASE("distgraph train runs the main job on a loopback cluster and learns the SBM graph",
           "[train][integration]") {
@@ -551,9 +654,9 @@ TEST_CASE("standalone and distributed training agree epoch by epoch when samplin
   // one batch per trainer makes the shuffle irrelevant. Each epoch's loss is then a
   // function of the previous epoch's averaged gradients: equal losses over 3 epochs mean
   // equal weighting of the trainers' losses and gradients.
-  const std::vector<std::string> recipe = {"--epochs", "3", "--fanouts", "-1,-1", "--dropout", "0",
-                                           "--input-dropout", "0", "--batch-size", "1000",
-                                           "--json", "--cache-mb", "0"};
+  const std::vector<std::string> recipe = {
+      "--epochs",     "3",    "--fanouts", "-1,-1",      "--dropout", "0", "--input-dropout", "0",
+      "--batch-size", "1000", "--json",    "--cache-mb", "0"};
   auto losses = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> args = {"--out", (tmp.path() / name).string()};
     args.insert(args.end(), recipe.begin(), recipe.end());
@@ -568,11 +671,10 @@ TEST_CASE("standalone and distributed training agree epoch by epoch when samplin
     return out;
   };
   const auto alone = losses("alone", {"--standalone"});
-  const auto two = losses("two", {});                      // 2 machines x 1 trainer
-  const auto four = losses("four", {"--trainers", "2"});   // 2 machines x 2 trainers
+  const auto two = losses("two", {});                     // 2 machines x 1 trainer
+  const auto four = losses("four", {"--trainers", "2"});  // 2 machines x 2 trainers
   for (std::size_t e = 0; e < 3; ++e) {
-    INFO("epoch " << e << ": standalone " << alone[e] << ", 2x1 " << two[e] << ", 2x2 "
-                  << four[e]);
+    INFO("epoch " << e << ": standalone " << alone[e] << ", 2x1 " << two[e] << ", 2x2 " << four[e]);
     CHECK(std::abs(two[e] - alone[e]) <= 1e-5 * alone[e]);
     CHECK(std::abs(four[e] - alone[e]) <= 1e-5 * alone[e]);
   }
@@ -586,8 +688,12 @@ double mean_test(const fs::path& dataset, const fs::path& config,
                  const fs::path& out) {
   double sum = 0;
   for (const int s : seeds) {
-    std::vector<std::string> args = {dataset.string(), "--part-config", config.string(),
-                                     "--seed", std::to_string(s), "--out",
+    std::vector<std::string> args = {dataset.string(),
+                                     "--part-config",
+                                     config.string(),
+                                     "--seed",
+                                     std::to_string(s),
+                                     "--out",
                                      (out / std::to_string(s)).string()};
     args.insert(args.end(), flags.begin(), flags.end());
     const Run r = train(args, 300s);
@@ -598,9 +704,10 @@ double mean_test(const fs::path& dataset, const fs::path& config,
   return sum / static_cast<double>(seeds.size());
 }
 
-TEST_CASE("Cora with the row cache, LABOR and bfloat16 features together trains within a "
-          "point of the plain run",
-          "[train][integration][cache]") {
+TEST_CASE(
+    "Cora with the row cache, LABOR and bfloat16 features together trains within a "
+    "point of the plain run",
+    "[train][integration][cache]") {
   REQUIRE_TRAIN();
   const fs::path cora = fs::path(DISTGRAPH_SHARED_DATA) / "cora";
   if (!fs::exists(cora / "meta.json")) {
@@ -611,18 +718,17 @@ TEST_CASE("Cora with the row cache, LABOR and bfloat16 features together trains 
   // One METIS partition, written twice: float32 and bfloat16 features.
   for (const char* dtype : {"f32", "bf16"}) {
     ChildProcess p({DISTGRAPH_CLI, "partition", "--input", cora.string(), "--name", "cora",
-                    "--parts", "2", "--feat-dtype", dtype, "--out",
-                    (tmp.path() / dtype).string()});
+                    "--parts", "2", "--feat-dtype", dtype, "--out", (tmp.path() / dtype).string()});
     const auto st = p.wait(120s);
     INFO(p.output());
     REQUIRE((st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0));
   }
   const std::vector<int> seeds{0, 1, 2};
-  const double plain = mean_test(cora, tmp.path() / "f32" / "cora.json",
-                                 {"--cache-mb", "0"}, seeds, tmp.path() / "plain");
-  const double all = mean_test(cora, tmp.path() / "bf16" / "cora.json",
-                               {"--cache-mb", "64", "--sampler", "labor"}, seeds,
-                               tmp.path() / "all");
+  const double plain = mean_test(cora, tmp.path() / "f32" / "cora.json", {"--cache-mb", "0"}, seeds,
+                                 tmp.path() / "plain");
+  const double all =
+      mean_test(cora, tmp.path() / "bf16" / "cora.json", {"--cache-mb", "64", "--sampler", "labor"},
+                seeds, tmp.path() / "all");
   INFO("plain " << plain << ", cache + labor + bf16 " << all);
   CHECK(plain > 0.75);
   CHECK(std::abs(all - plain) <= 0.01);
@@ -640,9 +746,10 @@ TEST_CASE("Cora with the row cache, LABOR and bfloat16 features together trains 
 
 #endif
 
-TEST_CASE("distgraph train on the typed DBLP folder: 2 partitions, real servers, R-GCN above "
-          "the target, macro-F1 reported",
-          "[train][integration][hetero]") {
+TEST_CASE(
+    "distgraph train on the typed DBLP folder: 2 partitions, real servers, R-GCN above "
+    "the target, macro-F1 reported",
+    "[train][integration][hetero]") {
   REQUIRE_TRAIN();
   const fs::path dblp = fs::path(DISTGRAPH_SHARED_DATA) / "dblp";
   if (!fs::exists(dblp / "meta.json")) {
@@ -668,9 +775,10 @@ TEST_CASE("distgraph train on the typed DBLP folder: 2 partitions, real servers,
   CHECK(none_left(out.string(), 10s));
 }
 
-TEST_CASE("distgraph train --standalone on the built-in typed graph learns what its features "
-          "cannot tell",
-          "[train][integration][hetero]") {
+TEST_CASE(
+    "distgraph train --standalone on the built-in typed graph learns what its features "
+    "cannot tell",
+    "[train][integration][hetero]") {
   REQUIRE_TRAIN();
   TempDir tmp;
   const fs::path out = tmp.path() / "run";
@@ -692,16 +800,14 @@ TEST_CASE("distgraph train refuses unknown typed names with one line naming them
   REQUIRE_TRAIN();
   TempDir tmp;
   const fs::path out = tmp.path() / "run";
-  check_one_line_error(train({"hsbm", "--standalone", "--target-ntype", "nope", "--out",
-                              out.string()}),
-                       1, "nope");
-  CHECK_FALSE(fs::exists(out));  // checked before anything is partitioned
-  check_one_line_error(train({"hsbm", "--standalone", "--relation-fanouts", "bogus=3",
-                              "--epochs", "1", "--out", out.string()}),
-                       1, "bogus");
-  check_one_line_error(train({"hsbm", "--standalone", "--model", "gat", "--out", out.string()}),
-                       2, "gat");
   check_one_line_error(
-      train({"hsbm", "--standalone", "--sampler", "labor", "--out", out.string()}), 2,
-      "--sampler labor");
+      train({"hsbm", "--standalone", "--target-ntype", "nope", "--out", out.string()}), 1, "nope");
+  CHECK_FALSE(fs::exists(out));  // checked before anything is partitioned
+  check_one_line_error(train({"hsbm", "--standalone", "--relation-fanouts", "bogus=3", "--epochs",
+                              "1", "--out", out.string()}),
+                       1, "bogus");
+  check_one_line_error(train({"hsbm", "--standalone", "--model", "gat", "--out", out.string()}), 2,
+                       "gat");
+  check_one_line_error(train({"hsbm", "--standalone", "--sampler", "labor", "--out", out.string()}),
+                       2, "--sampler labor");
 }

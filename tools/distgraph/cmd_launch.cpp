@@ -36,6 +36,9 @@ int run_launch(std::vector<std::string> argv) {
               "run this program (with the trainer command's arguments) as every server "
               "instead of `distgraph serve`: a program built with its own composition")
       .option("ssh", "program used to reach remote machines (default ssh)")
+      .option("trace",
+              "every process records its timeline; merged at the end into this Chrome "
+              "trace-event file (Perfetto, chrome://tracing)")
       .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
       .option("report",
               "write a JSON summary of every process here at the end (exit status, seconds, "
@@ -68,6 +71,7 @@ int run_launch(std::vector<std::string> argv) {
   o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
   o.dry_run = args.has("dry-run");
   o.report = args.get_or("report", "");
+  o.trace = args.get_or("trace", "");
   o.distgraph_program = self_program();
   o.program = std::move(program);
   if (!o.secret_file.empty()) read_secret_file(o.secret_file);  // fail early, clearly

@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "distgraph/core/memory.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/runtime/server_process.hpp"
@@ -67,6 +68,9 @@ int run_serve(std::vector<std::string> argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Under `distgraph launch --trace` (DISTGRAPH_TRACE): a timeline of the requests served.
+  trace::start_trace_from_environment("server " + std::to_string(o.machine) + "." +
+                                      std::to_string(o.server_id));
   ServerProcess server(o);
   std::printf("server %d.%d listening on %s port %u (partition %d)\n", o.machine, o.server_id,
               o.ip_config.machines[static_cast<std::size_t>(o.machine)].ip.c_str(),

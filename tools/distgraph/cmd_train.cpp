@@ -564,6 +564,10 @@ int run_train(std::vector<std::string> argv) {
             "after training, write every node's embedding and predicted class into --out "
             "(embeddings.npy, predictions.npy, infer.json; as distgraph infer)")
       .flag("resume", "continue from the checkpoint in --out")
+      .option("trace",
+              "write a timeline of every trainer and server (sampling, fetches, copies, "
+              "forward, backward, all-reduce, requests served) to this Chrome trace-event "
+              "file, for Perfetto or chrome://tracing")
       .flag("json", "print one JSON line per epoch and the result object at the end");
   args.parse(1);
   if (args.help()) {
@@ -624,6 +628,8 @@ int run_train(std::vector<std::string> argv) {
     Context ctx = make_context(Environment{}, io);
     // libtorch may default to one intra-op thread; a standalone run owns the machine.
     set_intra_op_threads(ctx.intra_op_threads());
+    if (const auto t = args.get("trace"))
+      start_trace({.file = fs::absolute(*t), .process_name = "trainer 0 (standalone)"});
     return on_device("the standalone trainer", recipe.device, [&] {
       const auto res = run_task(args, ctx.graph(), recipe, TrainerGroups{}, true, target);
       print_result(result_json(res), json);
@@ -635,6 +641,7 @@ int run_train(std::vector<std::string> argv) {
   LaunchOptions lo = loopback_launch(out, config, num_parts, servers, trainers);
   lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
   lo.report = out / "processes.json";                   // each process's time and peak RSS
+  if (const auto t = args.get("trace")) lo.trace = fs::absolute(*t);
   lo.distgraph_program = sibling_program("distgraph");  // servers: no libtorch to load
   lo.program = {self_program()};
   for (const auto& a : original) lo.program.push_back(a);

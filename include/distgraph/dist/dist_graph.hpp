@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/dist_tensor.hpp"
 #include "distgraph/dist/kv_client.hpp"
 #include "distgraph/dist/row_cache.hpp"
@@ -335,6 +336,7 @@ class BasicDistGraph {
                             "' is not in this graph's sampler set " + sampler_set::describe());
     const auto g = client_->group(RowKind::node, seeds);
     const bool here = site_ != nullptr;
+    const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
     auto calls = client_->send_groups(
         g, seeds, MsgType::sample_neighbors,
         [&](std::int64_t n) {
@@ -343,8 +345,11 @@ class BasicDistGraph {
         here);
     std::vector<Frontier> parts(g.parts.size());
     for (std::size_t k = 0; k < g.parts.size(); ++k)
-      if (here && g.parts[k] == local_->part_id)
+      if (here && g.parts[k] == local_->part_id) {
+        trace::Span span("sample local", "sample");
+        span.arg("seeds", static_cast<std::int64_t>(g.count(k)));
         parts[k] = sample_local(g.ids_of(k, seeds), fanout, key, sampler);
+      }
     client_->collect(calls, g, "sample_neighbors", [&](std::size_t k, const Reply& r) {
       if (r.body.parts.size() != 3) throw ProtocolError("sample_neighbors: reply without 3 parts");
       const auto n = static_cast<std::int64_t>(r.body.parts[0].size() / 8);
@@ -354,7 +359,7 @@ class BasicDistGraph {
         auto& dst = a == 0 ? parts[k].src : a == 1 ? parts[k].dst : parts[k].eid;
         dst.assign(v.begin(), v.end());
       }
-    });
+    }, sent_ns);
     Frontier out;
     for (auto& f : parts) {
       out.src.insert(out.src.end(), f.src.begin(), f.src.end());

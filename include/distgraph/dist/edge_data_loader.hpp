@@ -13,6 +13,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
 #include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
@@ -219,6 +220,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     EdgeBatch out;
     out.eids.assign(seeds.begin(), seeds.end());
     Stopwatch clock;
+    trace::Span sample_span("sample", "loader");
+    sample_span.arg("batch", key.batch).arg("seeds", static_cast<std::int64_t>(seeds.size()));
     const auto ends = s.graph.find_edges(seeds);
 
     // Output nodes: distinct endpoints in order of first appearance (positive pairs, then
@@ -280,9 +283,13 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
           if (exclude) drop_edges(f, excluded);
           return f;
         });
+    sample_span.end();
     out.timings.sample_s = clock.seconds();
     clock.reset();
+    trace::Span fetch_span("fetch", "loader");
+    fetch_span.arg("batch", key.batch).arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     s.feat.pull(s.graph, mb.input_nodes, out);
+    fetch_span.end();
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);
     out.blocks = std::move(mb.blocks);

@@ -19,6 +19,7 @@
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/row_cache.hpp"
 #include "distgraph/partition/concepts.hpp"
 #include "distgraph/server/detail/ownership.hpp"
@@ -285,6 +286,8 @@ class KVClient {
       std::vector<std::int64_t> local(global_ids.size());
       found = place_colocated(kind, global_ids, local, owner);
       if (found == Placement::all_colocated) {
+        trace::Span span("read local", "fetch");
+        span.arg("rows", static_cast<std::int64_t>(global_ids.size()));
         check_type(kind, name, global_ids);
         shift_to_tensor_rows(kind, name, local);
         colocated_->read_rows(name, local, out);
@@ -300,6 +303,7 @@ class KVClient {
                                                   " bytes per row; the tensor has " +
                                                   std::to_string(cache->row_bytes()));
     std::vector<PendingCall> calls(g.parts.size());
+    const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
     // Where the rows sent to group k go when the cache took some of them (else: all of
     // the group's positions, g.positions(k)).
     std::vector<std::vector<std::size_t>> sent_at(g.parts.size());
@@ -336,12 +340,16 @@ class KVClient {
     // straight into its place in `out`.
     for (std::size_t k = 0; k < g.parts.size(); ++k) {
       if (!is_colocated(g.parts[k])) continue;
+      trace::Span span("read local", "fetch");
+      span.arg("rows", static_cast<std::int64_t>(g.count(k)));
       const auto gids = g.ids_of(k, global_ids);
       std::vector<std::int64_t> local(gids.size());
       to_local(kind, name, gids, local);
       read_rows_into(*colocated_, name, local, g.positions(k), out, row_bytes);
     }
     if (!hit_slots.empty()) {
+      trace::Span span("read cache", "fetch");
+      span.arg("rows", static_cast<std::int64_t>(hit_slots.size()));
       cache->read(hit_slots, hit_at, out);
       traffic_->cached_rows.fetch_add(static_cast<std::int64_t>(hit_slots.size()),
                                       std::memory_order_relaxed);
@@ -365,7 +373,7 @@ class KVClient {
         traffic_->rows.fetch_add(static_cast<std::int64_t>(rows), std::memory_order_relaxed);
         traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
       }
-    });
+    }, sent_ns);
   }
 
   /// Writes (add = false) or adds (add = true) `rows` at `global_ids` of tensor `name`.
@@ -638,14 +646,22 @@ class KVClient {
   /// within one deadline, checks its status (RemoteError naming `what` and the
   /// partition) and hands it to `on_reply(k, reply)`. The one send-and-collect loop every
   /// grouped request shares.
+  /// In a trace each call is a request in flight from `sent_ns` (0: now) until its reply
+  /// was taken, named after `what` and the partition.
   template <class OnReply>
   void collect(std::vector<PendingCall>& calls, const Groups& g, const std::string& what,
-               OnReply&& on_reply) const {
+               OnReply&& on_reply, std::uint64_t sent_ns = 0) const {
     const auto d = deadline();
+    if (sent_ns == 0 && trace::enabled()) sent_ns = trace::now_ns();
     for (std::size_t k = 0; k < calls.size(); ++k) {
       if (!calls[k].valid()) continue;
       const Reply r = calls[k].get(d);
       expect_ok(r, what + " on partition " + std::to_string(g.parts[k]));
+      if (trace::enabled())
+        trace::async_span(what + " -> partition " + std::to_string(g.parts[k]), "rpc", sent_ns,
+                          {{"part", g.parts[k]},
+                           {"ids", static_cast<std::int64_t>(g.count(k))},
+                           {"reply_bytes", static_cast<std::int64_t>(r.body.size_bytes())}});
       on_reply(k, r);
     }
   }

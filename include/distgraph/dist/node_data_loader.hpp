@@ -13,6 +13,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/detail/loader_base.hpp"
 #include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
@@ -166,11 +167,17 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
                               const SampleKey& key) {
     NodeBatch out;
     Stopwatch clock;
+    trace::Span sample_span("sample", "loader");
+    sample_span.arg("batch", key.batch).arg("seeds", static_cast<std::int64_t>(seeds.size()));
     MiniBatch mb = sample(s, seeds, key);
+    sample_span.end();
     out.timings.sample_s = clock.seconds();
     clock.reset();
+    trace::Span fetch_span("fetch", "loader");
+    fetch_span.arg("batch", key.batch).arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     s.feat.pull(s.graph, mb.input_nodes, out);
     if (s.label) out.labels = s.label->pull(mb.output_nodes);
+    fetch_span.end();
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);
     out.output_nodes = std::move(mb.output_nodes);

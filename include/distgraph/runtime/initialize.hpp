@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <utility>
 
 #include "distgraph/core/memory.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/dist_graph.hpp"
 #include "distgraph/dist/standalone.hpp"
 #include "distgraph/runtime/environment.hpp"
@@ -277,6 +279,8 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
 template <Composition P = DefaultPolicies>
 BasicContext<P> initialize(const InitOptions& opts = {}) {
   InitOptions o = opts;
+  // `distgraph launch --trace` asks each process it starts for its timeline.
+  trace::start_trace_from_environment("distgraph process " + std::to_string(::getpid()));
   // Tests and impatient users shorten the connect deadline without recompiling.
   if (const auto ms = detail::env_int("DISTGRAPH_CONNECT_TIMEOUT_MS", 1, 3'600'000))
     o.connect_timeout = std::chrono::milliseconds(*ms);

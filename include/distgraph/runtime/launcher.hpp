@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/detail/output_pump.hpp"
 #include "distgraph/runtime/detail/process_keeper.hpp"
 #include "distgraph/runtime/ip_config.hpp"
@@ -55,7 +57,16 @@ struct LaunchOptions {
   /// Non-empty: at the end, a JSON summary of every process written here (label, pid, exit,
   /// seconds, peak RSS; see docs/RUNTIME.md), so runs can be compared by their memory.
   std::filesystem::path report;
+  /// Non-empty: every process records a timeline (DISTGRAPH_TRACE) into `<trace>.parts/`,
+  /// and at the end the parts written on this computer are merged into this one Chrome
+  /// trace-event file (docs/GUIDE.md, "Where the time goes: --trace").
+  std::filesystem::path trace;
 };
+
+/// The folder where each process of a traced launch writes its part of `trace`.
+inline std::filesystem::path trace_parts_dir(const std::filesystem::path& trace) {
+  return trace.string() + ".parts";
+}
 
 /// One process the launcher runs.
 struct LaunchProcess {
@@ -149,6 +160,16 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                                                             : ip.machines[0].port + 1000);
   std::vector<LaunchProcess> procs;
   auto finish = [&](LaunchProcess p, const std::string& host, const std::vector<std::string>& cmd) {
+    if (!o.trace.empty()) {
+      std::string file = p.label;
+      std::replace(file.begin(), file.end(), ' ', '-');
+      std::string var = "DISTGRAPH_TRACE=";
+      var += std::filesystem::absolute(trace_parts_dir(o.trace) / (file + ".json")).string();
+      p.env.push_back(std::move(var));
+      var = "DISTGRAPH_TRACE_NAME=";
+      var += p.label;
+      p.env.push_back(std::move(var));
+    }
     p.remote = !is_local_address(host);
     if (!p.remote) {
       p.argv = cmd;
@@ -484,7 +505,26 @@ class LaunchRun {
   int end(int code) {
     pump_.join(output_linger);
     if (!o_.report.empty()) write_report(code);
+    if (!o_.trace.empty()) merge_trace_parts();
     return code;
+  }
+
+  /// o_.trace: the part files this computer's processes wrote, as one timeline.
+  void merge_trace_parts() {
+    const auto dir = trace_parts_dir(o_.trace);
+    std::vector<std::string> parts;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json") parts.push_back(e.path().string());
+    std::sort(parts.begin(), parts.end());
+    try {
+      trace::merge_traces(parts, o_.trace.string());
+      std::filesystem::remove_all(dir, ec);
+      say("trace of " + std::to_string(parts.size()) + " processes in " + o_.trace.string());
+    } catch (const Error& e) {
+      say("trace not merged: " + std::string(e.what()) + " (the parts stay in " + dir.string() +
+          ")");
+    }
   }
 
   /// o_.report: {"exit": code, "processes": [{label, server, machine, pid, status, seconds,
@@ -565,6 +605,10 @@ inline int run_launch(const LaunchOptions& o, std::FILE* out = stdout) {
   if (o.dry_run) {
     print_launch(procs, out);
     return 0;
+  }
+  if (!o.trace.empty()) {  // a fresh folder: no part of an earlier run is merged
+    std::filesystem::remove_all(trace_parts_dir(o.trace));
+    std::filesystem::create_directories(trace_parts_dir(o.trace));
   }
   detail::LaunchRun run(o, std::move(procs), out);
   return run.run();

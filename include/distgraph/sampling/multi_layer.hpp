@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/sampling/block.hpp"
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/frontier.hpp"
@@ -57,8 +58,12 @@ requires std::invocable<SampleFn&, std::span<const std::int64_t>, std::int64_t, 
   mb.blocks.resize(fanouts.size());
   std::vector<std::int64_t> frontier_nodes = mb.output_nodes;
   for (std::size_t l = fanouts.size(); l-- > 0;) {
+    trace::Span span("layer", "sample");
+    span.arg("layer", static_cast<std::int64_t>(l))
+        .arg("seeds", static_cast<std::int64_t>(frontier_nodes.size()));
     const Frontier f = sample_fn(std::span<const std::int64_t>(frontier_nodes), fanouts[l],
                                  static_cast<std::int32_t>(l));
+    trace::Span compact("to_block", "sample");
     mb.blocks[l] = to_block(f, frontier_nodes);
     frontier_nodes = mb.blocks[l].src_nodes;
   }

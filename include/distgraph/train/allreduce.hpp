@@ -28,6 +28,7 @@
 #endif
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 
 namespace distgraph {
 
@@ -453,6 +454,9 @@ class GradientAllReducer {
     const double scale = 1.0 / static_cast<double>(group_->getSize());
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
       Bucket& b = buckets_[k];
+      trace::Span span("bucket", "all-reduce");
+      span.arg("bucket", static_cast<std::int64_t>(k))
+          .arg("bytes", b.flat.numel() * static_cast<std::int64_t>(b.flat.element_size()));
       std::int64_t off = 0;
       for (const std::size_t i : b.members) {
         auto& p = params_[i];

@@ -27,6 +27,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/detail/loader_features.hpp"
 #include "distgraph/dist/graph_concepts.hpp"
 #include "distgraph/dist/kv_client.hpp"
@@ -536,6 +537,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
   // set scores 0 without a layer-wise pass (every trainer knows the global counts).
   const auto validate = [&](std::int64_t epoch, Metric m) {
     if (num_val == 0) return EvalResult{.metric = m};
+    trace::Span span("validate");
+    span.arg("epoch", epoch);
     if (full_eval && o.eval == EvalMode::full) {
       const ShareNodes* sets[] = {&val_share};
       return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];
@@ -544,6 +547,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
   };
   const auto test = [&](Metric m) {
     if (num_test == 0) return EvalResult{.metric = m};
+    trace::Span span("test");
     if (full_eval) {
       const ShareNodes* sets[] = {&test_share};
       return full_eval->evaluate(trainer.model(), sets, m, group.get())[0];

@@ -16,6 +16,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/dist/dist_embedding.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/block_tensors.hpp"
@@ -223,37 +224,56 @@ class Trainer {
     source.begin_epoch(epoch);
     double loss_sum = 0, total = 0;
     detail::MetricAccumulator acc;
-    while (auto batch = source.next()) {
+    trace::Span epoch_span("epoch");
+    epoch_span.arg("epoch", epoch);
+    for (;;) {
+      trace::Span wait_span("wait");  // blocked on the loader (its prefetch threads)
+      auto batch = source.next();
+      wait_span.end();
+      if (!batch) break;
       st.sample_s += batch->timings.sample_s;
       st.fetch_s += batch->timings.fetch_s;
       st.wait_s += batch->timings.wait_s;
       Stopwatch clock;
+      trace::Span copy_span("copy");
       const torch::Tensor x = inputs_of(*batch, /*learn=*/true);
       const torch::Tensor y = labels_of(*batch);
       // The blocks' copies are pageable, so they return only once the stream has also
       // finished the features' asynchronous copy queued before them: this is the whole
       // host-to-device time (PERFORMANCE.md, GPU).
       const auto blocks = block_tensors(std::move(batch->blocks), options_.device);
+      copy_span.end();
       st.copy_s += clock.seconds();
       clock.reset();
+      trace::Span forward_span("forward");
       const torch::Tensor logits = model_->forward(blocks, x);
       const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
+      forward_span.end();
+      trace::Span backward_span("backward");
       optimizer_->zero_grad();
       loss.backward();
       if (embedding_) record_input_gradient(*batch, x);
+      backward_span.end();
       st.compute_s += clock.seconds();
       if (reducer_) {
         clock.reset();
+        trace::Span reduce_span("all-reduce");
         reducer_->all_reduce_gradients();
+        reduce_span.end();
         st.allreduce_s += clock.seconds();
       }
       clock.reset();
+      trace::Span step_span("optimizer");
       optimizer_->step();
       if (embedding_) embedding_->step();
+      step_span.end();
+      // The loss read back: on a GPU, where the host waits for the batch's kernels.
+      trace::Span metrics_span("metrics");
       const auto n = static_cast<double>(y.size(0));
       loss_sum += loss.item<double>() * n;
       acc.add(logits.detach(), y);
       total += n;
+      metrics_span.end();
       st.compute_s += clock.seconds();
       ++st.num_batches;
     }

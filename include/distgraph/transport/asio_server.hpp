@@ -30,6 +30,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/parallel.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/transport/detail/frame_stream.hpp"
 #include "distgraph/transport/detail/handshake.hpp"
 #include "distgraph/transport/endpoint.hpp"
@@ -177,9 +178,15 @@ class AsioServer {
     port_ = acceptor_.local_endpoint().port();
     started_ = true;
     accept_locked();
-    threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] {
+      trace::name_thread("socket");
+      io_.run();
+    });
     for (unsigned i = 0; i < options_.num_threads; ++i)
-      threads_.emplace_back([this] { pool_.run(); });
+      threads_.emplace_back([this] {
+        trace::name_thread("handler");
+        pool_.run();
+      });
   }
 
   /// The bound port (after start()).
@@ -567,6 +574,8 @@ class AsioServer {
     }
 
     Reply run_handler(const Request& req) {
+      trace::Span span(trace::enabled() ? msg_type_name(req.type) : std::string(), "server");
+      span.arg("request_bytes", static_cast<std::int64_t>(req.body.size_bytes()));
       try {
         return server_->handler_(req);
       } catch (const std::exception& x) {

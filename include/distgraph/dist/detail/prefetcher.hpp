@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "distgraph/core/timer.hpp"
+#include "distgraph/core/trace.hpp"
 
 namespace distgraph::detail {
 
@@ -86,6 +87,7 @@ class Prefetcher {
   };
 
   void work() {
+    trace::name_thread("prefetch");
     for (;;) {
       std::int64_t i = 0;
       {
