@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -106,6 +107,24 @@ void check_clean(const Testbed& tb, std::chrono::milliseconds within) {
   }
 }
 
+/// The trainer command of a run that trains until it is stopped.
+std::vector<std::string> endless_training(const Testbed& tb) {
+  return {DISTGRAPH_CLI, "train",  "--epochs", "100000",
+          "--patience",  "100000", "--out",    tb.workspace() + "/run"};
+}
+
+/// Starts `distgraph launch ... -- program` on host 1 and returns once rank 0 reported its
+/// third epoch: every server and trainer is then at work, mid-training.
+std::unique_ptr<ChildProcess> start_training(const Testbed& tb, const std::string& config,
+                                             const std::vector<std::string>& program) {
+  auto a = launch_args(tb, config, {}, program);
+  a.insert(a.begin(), DISTGRAPH_CLI);
+  auto job = std::make_unique<ChildProcess>(tb.exec_argv(1, a));
+  INFO(job->output());
+  REQUIRE(job->wait_for_line("[trainer 0.0] epoch 3/", 120s));
+  return job;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -187,25 +206,16 @@ TEST_CASE(
     "and the cut-off host ends its own processes within 30 s, leaving no /dev/shm",
     "[testbed][net][fault]") {
   DISTGRAPH_REQUIRE_TESTBED(tb, 2);
-  const std::string ws = tb.workspace();
   const std::string config = partition_and_copy(tb, "sbm", "sbm");
-  const std::vector<std::string> program{DISTGRAPH_CLI, "train",  "--epochs", "100000",
-                                         "--patience",  "100000", "--out",    ws + "/run"};
-  ChildProcess job(tb.exec_argv(1, [&] {
-    auto a = launch_args(tb, config, {}, program);
-    a.insert(a.begin(), DISTGRAPH_CLI);
-    return a;
-  }()));
-  // Mid-training: rank 0 has reported epochs, so every server and trainer is at work.
-  REQUIRE(job.wait_for_line("[trainer 0.0] epoch 3/", 120s));
+  auto job = start_training(tb, config, endless_training(tb));
   REQUIRE(tb.cut(2));
   const auto cut = Clock::now();
-  const auto st = job.wait(60s);
+  const auto st = job->wait(60s);
   const double launcher_s = seconds_since(cut);
-  INFO(job.output());
+  INFO(job->output());
   REQUIRE(st.has_value());
   CHECK((WIFEXITED(*st) && WEXITSTATUS(*st) == 1));
-  CHECK_THAT(job.output(), Catch::Contains("machine 1 (198.51.100.2): lost"));
+  CHECK_THAT(job->output(), Catch::Contains("machine 1 (198.51.100.2): lost"));
   CHECK(launcher_s < 25);
   // Host 2 hears nothing more: its leases run out (12 s) and stop its tree (grace 5 s).
   CHECK(tb.none_left_on(
@@ -214,6 +224,65 @@ TEST_CASE(
   std::printf(
       "testbed: link cut mid-epoch: launcher exited after %.1f s, host 2 empty after %.1f s\n",
       launcher_s, remote_s);
+  check_clean(tb, 5s);
+}
+
+TEST_CASE(
+    "a 3 s flap of a host's link mid-epoch: the job survives and ends with the "
+    "undisturbed run's result",
+    "[testbed][net][fault]") {
+  DISTGRAPH_REQUIRE_TESTBED(tb, 2);
+  const std::string ws = tb.workspace();
+  const std::string config = partition_and_copy(tb, "sbm", "sbm");
+  const auto program = [&](const std::string& out) {
+    return std::vector<std::string>{DISTGRAPH_CLI, "train", "--epochs", "30",
+                                    "--seed",      "5",     "--out",    ws + "/" + out};
+  };
+  const ProgramRun calm = distgraph_on(tb, 1, launch_args(tb, config, {}, program("calm")), 120s);
+  INFO(calm.output);
+  REQUIRE(calm.exit_code == 0);
+  auto job = start_training(tb, config, program("flap"));
+  REQUIRE(tb.cut(2));
+  ::usleep(3'000'000);  // the flap itself: 3 s without a link, below every deadline
+  REQUIRE(tb.heal(2));
+  const auto st = job->wait(120s);
+  INFO(job->output());
+  REQUIRE(st.has_value());
+  CHECK((WIFEXITED(*st) && WEXITSTATUS(*st) == 0));
+  const auto a = json_on(tb, 1, ws + "/calm/result.json");
+  const auto b = json_on(tb, 1, ws + "/flap/result.json");
+  CHECK(b["epochs"] == a["epochs"]);
+  CHECK(b["test"] == a["test"]);
+  CHECK(b["val"] == a["val"]);
+  check_clean(tb, 10s);
+}
+
+TEST_CASE(
+    "the launcher's own host is cut off: every other host ends its processes within "
+    "30 s, and so does the launcher's",
+    "[testbed][net][fault]") {
+  DISTGRAPH_REQUIRE_TESTBED(tb, 3);
+  const std::string config = partition_and_copy(tb, "sbm", "sbm");
+  auto job = start_training(tb, config, endless_training(tb));
+  REQUIRE(tb.cut(1));
+  const auto cut = Clock::now();
+  const auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(cut + 30s - Clock::now());
+  };
+  for (int h : {2, 3}) {
+    INFO("host " << h);
+    CHECK(tb.none_left_on(h, left()));
+  }
+  const double others_s = seconds_since(cut);
+  const auto st = job->wait(left());
+  const double launcher_s = seconds_since(cut);
+  INFO(job->output());
+  REQUIRE(st.has_value());
+  CHECK((WIFEXITED(*st) && WEXITSTATUS(*st) == 1));
+  CHECK_THAT(job->output(), Catch::Contains(": lost: the ssh of"));
+  std::printf(
+      "testbed: launcher's host cut: hosts 2-3 empty after %.1f s, launcher exited after %.1f s\n",
+      others_s, launcher_s);
   check_clean(tb, 5s);
 }
 
