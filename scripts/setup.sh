@@ -14,6 +14,7 @@ packages=(
   libopenblas0-pthread
   python3-numpy
   openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
+  openssh-server openssh-client rsync iproute2 util-linux  # scripts/testbed.sh: hosts in namespaces
 )
 
 if [[ "${DISTGRAPH_SKIP_APT:-0}" == 1 ]]; then

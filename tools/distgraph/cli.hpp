@@ -148,6 +148,7 @@ int run_partition(std::vector<std::string> args);
 int run_serve(std::vector<std::string> args);
 int run_launch(std::vector<std::string> args);
 int run_copy(std::vector<std::string> args);
+int run_lease(std::vector<std::string> args);
 int run_train(std::vector<std::string> args);  // needs libtorch (DISTGRAPH_CLI_TRAIN)
 int run_infer(std::vector<std::string> args);  // needs libtorch
 

@@ -1,5 +1,6 @@
 // `distgraph launch` and `distgraph copy`: start a job on the machines of an ip config,
-// and put each remote machine's partition files in place.
+// and put each remote machine's partition files in place; `distgraph lease`, the launch's
+// remote end.
 #include <unistd.h>
 
 #include <climits>
@@ -10,12 +11,16 @@
 #include "cli.hpp"
 #include "distgraph/runtime/copy.hpp"
 #include "distgraph/runtime/launcher.hpp"
+#include "distgraph/runtime/lease.hpp"
 #include "run_command.hpp"
 
 namespace distgraph::cli {
 
-int run_launch(std::vector<std::string> argv) {
-  // Everything after "--" is the trainer program, untouched by our parser.
+namespace {
+
+/// Removes "--" and everything after it from `argv` and returns what followed: a program
+/// and its arguments, untouched by our parser.
+std::vector<std::string> split_program(std::vector<std::string>& argv) {
   std::vector<std::string> program;
   for (std::size_t i = 0; i < argv.size(); ++i)
     if (argv[i] == "--") {
@@ -23,6 +28,13 @@ int run_launch(std::vector<std::string> argv) {
       argv.resize(i);
       break;
     }
+  return program;
+}
+
+}  // namespace
+
+int run_launch(std::vector<std::string> argv) {
+  std::vector<std::string> program = split_program(argv);
   Args args("launch", std::move(argv));
   args.option("ip-config", "the cluster's ip_config.txt (machine i serves partition i)")
       .option("part-config", "the partition config (<name>.json)")
@@ -39,6 +51,12 @@ int run_launch(std::vector<std::string> argv) {
       .option("trace",
               "every process records its timeline; merged at the end into this Chrome "
               "trace-event file (Perfetto, chrome://tracing)")
+      .option("lease-ms",
+              "remote machines: their processes stop this long after the launcher's last "
+              "heartbeat, and the launcher gives a silent machine up (default 12000)")
+      .option("gloo-interface",
+              "network interface of the trainers' gradient group (GLOO_SOCKET_IFNAME; "
+              "default: each machine's address in the ip config)")
       .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
       .option("report",
               "write a JSON summary of every process here at the end (exit status, seconds, "
@@ -49,7 +67,7 @@ int run_launch(std::vector<std::string> argv) {
     args.print_help(
         "distgraph launch --ip-config F --part-config C [--servers S] [--trainers T]\n"
         "                 [--workspace DIR] [--secret-file P] [--server-program P]\n"
-        "                 [--report FILE] [--dry-run]\n"
+        "                 [--lease-ms L] [--gloo-interface IF] [--report FILE] [--dry-run]\n"
         "                 -- PROGRAM ARGS...");
     return 0;
   }
@@ -69,6 +87,8 @@ int run_launch(std::vector<std::string> argv) {
   o.ssh = args.get_or("ssh", "ssh");
   o.server_program = args.get_or("server-program", "");
   o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
+  o.lease = std::chrono::milliseconds(args.get_int("lease-ms", 12000, 1000, 3'600'000));
+  o.gloo_interface = args.get_or("gloo-interface", "");
   o.dry_run = args.has("dry-run");
   o.report = args.get_or("report", "");
   o.trace = args.get_or("trace", "");
@@ -107,6 +127,28 @@ int run_copy(std::vector<std::string> argv) {
   const auto n = distgraph::run_copy(o);
   std::fprintf(stderr, "distgraph copy: %zu command(s)%s\n", n, o.dry_run ? " (dry run)" : "");
   return 0;
+}
+
+int run_lease(std::vector<std::string> argv) {
+  std::vector<std::string> program = split_program(argv);
+  Args args("lease", std::move(argv));
+  args.option("lease-ms", "stop the program after this long without a heartbeat (default 12000)")
+      .option("grace-ms", "SIGTERM to SIGKILL grace period in ms (default 5000)")
+      .option("label", "the process's name in messages (e.g. 'server 1.0')");
+  args.parse(0);
+  if (args.help()) {
+    args.print_help(
+        "distgraph lease [--lease-ms L] [--grace-ms G] [--label NAME] -- PROGRAM ARGS...\n"
+        "  (the launcher runs it on remote machines; heartbeats are bytes on stdin)");
+    return 0;
+  }
+  if (program.empty()) throw UsageError("lease: no program; put it after '--'");
+  LeaseOptions o;
+  o.program = std::move(program);
+  o.lease = std::chrono::milliseconds(args.get_int("lease-ms", 12000, 100, 3'600'000));
+  o.grace = std::chrono::milliseconds(args.get_int("grace-ms", 5000, 0, 600'000));
+  o.label = args.get_or("label", "");
+  return distgraph::run_lease(o);
 }
 
 }  // namespace distgraph::cli

@@ -57,6 +57,8 @@ const Subcommand subcommands[] = {
      "start servers and trainers on every machine of an ip config; stop them all at the end"},
     {"copy", distgraph::cli::run_copy,
      "copy each remote machine's partition files into its workspace (ssh + rsync)"},
+    {"lease", distgraph::cli::run_lease,
+     "run a program while the launcher's heartbeats arrive on stdin (the launcher's remote end)"},
     {"train", exec_train,
      "train GraphSAGE on a dataset (the main job): standalone or on a loopback cluster"},
     {"infer", exec_infer,

@@ -4,11 +4,13 @@
 // relaxed load and no clock read.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -251,6 +253,12 @@ namespace detail {
 inline void publish(const std::string& file, const std::string& text) {
   const std::string tmp = file + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr && errno == ENOENT) {
+    // The folder of a launch's parts exists only on the launcher's computer: make it here.
+    if (const auto slash = file.rfind('/'); slash != std::string::npos && slash > 0)
+      ::mkdir(file.substr(0, slash).c_str(), 0755);
+    f = std::fopen(tmp.c_str(), "wb");
+  }
   if (f == nullptr) throw IoError(tmp, "cannot write the trace");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) throw IoError(tmp, "cannot write the trace");

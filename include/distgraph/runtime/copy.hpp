@@ -45,8 +45,10 @@ inline std::vector<std::vector<std::string>> plan_copy(const CopyOptions& o) {
     const std::string part = "part" + std::to_string(m);
     const std::string target =
         (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":";
-    cmds.push_back(
-        {o.ssh, "-o", "BatchMode=yes", host, "mkdir -p " + shell_quote(ws + "/" + part)});
+    // A host that does not answer fails here, within ssh's ConnectTimeout.
+    cmds.push_back({o.ssh, "-o", "BatchMode=yes", "-o",
+                    "ConnectTimeout=" + std::to_string(detail::remote_connect_timeout.count()),
+                    host, "mkdir -p " + shell_quote(ws + "/" + part)});
     cmds.push_back(
         {o.rsync, "-a", o.part_config.string(), o.ip_config.string(), target + ws + "/"});
     cmds.push_back(

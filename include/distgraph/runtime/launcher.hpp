@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "distgraph/core/deadline.hpp"
@@ -31,10 +35,27 @@
 #include "distgraph/runtime/detail/output_pump.hpp"
 #include "distgraph/runtime/detail/process_keeper.hpp"
 #include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/runtime/lease.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/transport/asio_transport.hpp"
 
 namespace distgraph {
+
+/// A machine of the job cannot run its processes: ssh cannot reach it or log in, or the
+/// workspace or a program is missing there. `machine()` and `host()` name it.
+class MachineError : public Error {
+ public:
+  MachineError(std::int32_t machine, std::string host, const std::string& what)
+      : Error("machine " + std::to_string(machine) + " (" + host + "): " + what),
+        machine_(machine),
+        host_(std::move(host)) {}
+  std::int32_t machine() const noexcept { return machine_; }
+  const std::string& host() const noexcept { return host_; }
+
+ private:
+  std::int32_t machine_;
+  std::string host_;
+};
 
 /// What `distgraph launch` starts.
 struct LaunchOptions {
@@ -54,6 +75,14 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{5'000};            ///< SIGTERM -> SIGKILL
   std::chrono::milliseconds shutdown_grace{15'000};  ///< shutdown request -> SIGTERM
   std::string ssh = "ssh";                           ///< program used for remote machines
+  /// Remote machines: each process runs under `distgraph lease`, which stops its tree when
+  /// the launcher's heartbeats (one a second over the ssh session) stop for this long; the
+  /// launcher's ssh gives a silent host up after about as long (ServerAlive, see
+  /// docs/RUNTIME.md).
+  std::chrono::milliseconds lease{12'000};
+  /// Non-empty: the trainers' GLOO_SOCKET_IFNAME, the interface their gradient group binds
+  /// (default: the machine's address in the ip config).
+  std::string gloo_interface;
   /// Non-empty: at the end, a JSON summary of every process written here (label, pid, exit,
   /// seconds, peak RSS; see docs/RUNTIME.md), so runs can be compared by their memory.
   std::filesystem::path report;
@@ -76,6 +105,7 @@ struct LaunchProcess {
   std::vector<std::string> env;   ///< KEY=VALUE added to the environment
   std::vector<std::string> argv;  ///< the command as run here (ssh ... for remote)
   bool remote = false;
+  std::string host;       ///< the machine's address in the ip config
   pid_t pid = -1;         ///< the program (not its keeper)
   pid_t keeper = -1;      ///< its keeper while alive (runtime/detail/process_keeper.hpp)
   int records = -1;       ///< the keeper's record pipe while alive
@@ -132,12 +162,152 @@ inline void check_program(const std::string& program) {
                         "' is not an executable file; expected a program built with "
                         "distgraph's initialize() (path or name on PATH)");
 }
+/// ssh options every remote command gets: fail instead of asking for a password, and
+/// give up on a host that stopped answering after about `lease` (ServerAliveInterval a
+/// quarter of it, 3 unanswered probes; at least 1 s).
+inline std::vector<std::string> ssh_options(std::chrono::milliseconds lease) {
+  const auto every = std::max<long long>(1, lease.count() / 4000);
+  return {"-o", "BatchMode=yes",        "-o", "ServerAliveInterval=" + std::to_string(every),
+          "-o", "ServerAliveCountMax=3"};
+}
+
+/// The exit status ssh itself uses for its own failures (connect, authentication).
+inline constexpr int ssh_failed = 255;
+
+/// The folder every process runs in: --workspace, else the launcher's own.
+inline std::string launch_workspace(const LaunchOptions& o) {
+  return o.workspace.empty() ? std::filesystem::current_path().string() : o.workspace.string();
+}
+
 inline std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status))
     return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
            ::strsignal(WTERMSIG(status)) + ")";
   return "ended with wait status " + std::to_string(status);
+}
+
+/// How long the check of the remote machines may take: ssh's ConnectTimeout and 5 s more.
+inline constexpr std::chrono::seconds remote_connect_timeout{10};
+inline constexpr std::chrono::seconds remote_check_timeout{15};
+
+/// Starts `argv` with stdin /dev/null and stdout + stderr into a pipe; returns the pid and
+/// the pipe's read end (non-blocking).
+inline std::pair<pid_t, int> start_captured(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw IoError("pipe", std::strerror(errno));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw IoError("fork", std::strerror(e));
+  }
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  return {pid, fds[0]};
+}
+
+/// Before anything starts: logs into every remote machine once (all at once) and checks
+/// that the workspace and the programs exist there (`distgraph` itself, which runs the
+/// lease and the servers, the server program and the trainer command). Throws MachineError
+/// naming the machine, its address and what is wrong (every failing machine, one after
+/// the other), at the latest remote_check_timeout after the start.
+inline void check_remote_machines(const LaunchOptions& o, const std::vector<LaunchProcess>& procs) {
+  struct Check {
+    std::int32_t machine;
+    std::string host;
+    pid_t pid = -1;
+    int out = -1;
+    std::string output;
+    std::optional<int> status;
+  };
+  std::vector<Check> checks;
+  for (const auto& p : procs)
+    if (p.remote && std::none_of(checks.begin(), checks.end(),
+                                 [&](const Check& c) { return c.machine == p.machine; }))
+      checks.push_back({p.machine, p.host, -1, -1, {}, std::nullopt});
+  if (checks.empty()) return;
+  const std::string ws = launch_workspace(o);
+  std::string script = "cd " + shell_quote(ws) + " 2>/dev/null || exit 3; for p in";
+  for (const auto* prog : {&o.distgraph_program, &o.server_program, &o.program[0]})
+    if (!prog->empty()) script += " " + shell_quote(*prog);
+  script +=
+      "; do case $p in */*) test -f \"$p\" && test -x \"$p\" ;; *) command -v \"$p\" "
+      ">/dev/null 2>&1 ;; esac || { echo \"$p\"; exit 4; }; done";
+  for (auto& c : checks) {
+    std::vector<std::string> argv{
+        o.ssh, "-T", "-o", "ConnectTimeout=" + std::to_string(remote_connect_timeout.count())};
+    for (auto& opt : ssh_options(o.lease)) argv.push_back(std::move(opt));
+    argv.insert(argv.end(), {c.host, script});
+    std::tie(c.pid, c.out) = start_captured(argv);
+  }
+  const Deadline until = deadline_in(remote_check_timeout);
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (auto& c : checks)
+      if (c.out >= 0) fds.push_back({c.out, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(ms_left(until), 100)));
+    bool running = false;
+    for (auto& c : checks) {
+      char buf[4096];
+      ssize_t n;
+      while (c.out >= 0 && (n = ::read(c.out, buf, sizeof buf)) > 0)
+        c.output.append(buf, static_cast<std::size_t>(n));
+      int st = 0;
+      if (!c.status && ::waitpid(c.pid, &st, WNOHANG) == c.pid) c.status = st;
+      running = running || !c.status;
+    }
+    if (!running || ms_left(until) <= 0) break;
+  }
+  const Check* first = nullptr;
+  std::string first_what, others;
+  for (auto& c : checks) {
+    if (!c.status) {
+      ::kill(c.pid, SIGKILL);
+      ::waitpid(c.pid, nullptr, 0);
+    }
+    ::close(c.out);
+    // ssh's own message, or the script's: the last line.
+    while (!c.output.empty() && (c.output.back() == '\n' || c.output.back() == '\r'))
+      c.output.pop_back();
+    if (const auto nl = c.output.rfind('\n'); nl != std::string::npos) c.output.erase(0, nl + 1);
+    const int code = c.status && WIFEXITED(*c.status) ? WEXITSTATUS(*c.status) : -1;
+    if (code == 0) continue;
+    std::string what;
+    if (!c.status)
+      what = "no answer over ssh within " + std::to_string(remote_check_timeout.count()) +
+             " s; expected a host that answers ssh at this address";
+    else if (code == ssh_failed)
+      what = "ssh failed (" + c.output +
+             "); expected the host to be up, its sshd to run and a login without a password "
+             "(keys, BatchMode)";
+    else if (code == 3)
+      what = "no workspace folder " + ws + " there; expected it on every machine (--workspace)";
+    else if (code == 4)
+      what = "program " + c.output + " not found there (in " + ws +
+             "); expected it at the same path on every machine";
+    else
+      what = "the check over ssh " + describe_status(*c.status) + " (" + c.output + ")";
+    if (first == nullptr) {
+      first = &c;
+      first_what = what;
+    } else {
+      others += std::string("; ") + MachineError(c.machine, c.host, what).what();
+    }
+  }
+  if (first != nullptr) throw MachineError(first->machine, first->host, first_what + others);
 }
 }  // namespace detail
 
@@ -149,8 +319,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
   if (o.program.empty()) throw InvalidArgument("launch: no trainer program after '--'");
   const IpConfig ip = read_ip_config(o.ip_config, o.servers);
   const std::int32_t machines = ip.num_machines();
-  const std::string ws =
-      o.workspace.empty() ? std::filesystem::current_path().string() : o.workspace.string();
+  const std::string ws = detail::launch_workspace(o);
   const bool master_local = is_local_address(ip.machines[0].ip);
   std::string master_port;
   if (const char* mp = std::getenv("MASTER_PORT"))
@@ -171,24 +340,30 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
       p.env.push_back(std::move(var));
     }
     p.remote = !is_local_address(host);
+    p.host = host;
     if (!p.remote) {
       p.argv = cmd;
     } else {
-      // The remote shell gets the environment inline; -tt ties the remote process to the
-      // ssh session, so it receives SIGHUP when the launcher's ssh goes away.
+      // The remote shell gets the environment inline. `distgraph lease` holds the remote
+      // process's tree for as long as the launcher's heartbeats arrive on the session's
+      // input (runtime/lease.hpp): a cut-off host ends its processes by itself.
       // Appends, not "lit" + temporary: GCC 12 misreports the latter (-Wrestrict).
       std::string line = "cd ";
       line += shell_quote(ws);
-      line += " && exec env";
+      line += " && exec";
       const auto add = [&line](const std::vector<std::string>& words) {
         for (const auto& w : words) {
           line += ' ';
           line += shell_quote(w);
         }
       };
+      add({o.distgraph_program, "lease", "--lease-ms", std::to_string(o.lease.count()),
+           "--grace-ms", std::to_string(o.grace.count()), "--label", p.label, "--", "env"});
       add(p.env);
       add(cmd);
-      p.argv = {o.ssh, "-tt", "-o", "BatchMode=yes", host, line};
+      p.argv = {o.ssh, "-T"};
+      for (auto& opt : detail::ssh_options(o.lease)) p.argv.push_back(std::move(opt));
+      p.argv.insert(p.argv.end(), {host, line});
     }
     procs.push_back(std::move(p));
   };
@@ -247,6 +422,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                "MASTER_ADDR=" + ip.machines[0].ip,
                "MASTER_PORT=" + master_port};
       if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+      if (!o.gloo_interface.empty()) p.env.push_back("GLOO_SOCKET_IFNAME=" + o.gloo_interface);
       finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, o.program);
     }
   return procs;
@@ -274,6 +450,10 @@ class LaunchRun {
     life_read_ = life[0];
     life_write_ = life[1];
     streams_.resize(procs_.size(), 0);
+    beats_.resize(procs_.size(), -1);
+    // Started after the mask above, which it inherits: the launcher's signals stay with
+    // the signalfd.
+    heart_ = std::thread([this] { beat(); });
   }
   LaunchRun(const LaunchRun&) = delete;
   LaunchRun& operator=(const LaunchRun&) = delete;
@@ -283,6 +463,7 @@ class LaunchRun {
       signal_keepers(keeper_kill, false);
       wait_gone(deadline_in(std::chrono::seconds(10)), false);
     }
+    stop_heart();
     pump_.join(std::chrono::milliseconds(0));
     restore();
   }
@@ -312,16 +493,31 @@ class LaunchRun {
 
   void start(std::size_t i) {
     LaunchProcess& p = procs_[i];
-    const ExecPlan plan(p.argv, p.remote ? std::vector<std::string>{} : p.env,
-                        o_.workspace.string(), old_mask_);
-    int fds[2];
+    ExecPlan plan(p.argv, p.remote ? std::vector<std::string>{} : p.env, o_.workspace.string(),
+                  old_mask_);
+    int fds[2], beat[2] = {-1, -1};
     if (::pipe2(fds, O_CLOEXEC) != 0) throw IoError("pipe", std::strerror(errno));
+    // A remote process's ssh reads the heartbeats that keep its `distgraph lease` going.
+    if (p.remote && ::pipe2(beat, O_CLOEXEC) != 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      throw IoError("pipe", std::strerror(errno));
+    }
+    plan.input = beat[0];
     KeptProcess k;
     try {
       k = start_kept(plan, fds[1], life_read_, o_.grace);
     } catch (...) {
       ::close(fds[0]);
+      for (int fd : beat)
+        if (fd >= 0) ::close(fd);
       throw;
+    }
+    if (p.remote) {
+      ::close(beat[0]);
+      ::fcntl(beat[1], F_SETFL, ::fcntl(beat[1], F_GETFL) | O_NONBLOCK);
+      std::lock_guard lock(beats_mu_);
+      beats_[i] = beat[1];
     }
     p.pid = k.program;
     p.started = std::chrono::steady_clock::now();
@@ -349,8 +545,14 @@ class LaunchRun {
           --trainers_left;
           continue;
         }
-        say(p->label + " (pid " + std::to_string(p->pid) + ") " + describe_status(p->status) +
-            "; stopping every process");
+        if (p->remote && WIFEXITED(p->status) && WEXITSTATUS(p->status) == ssh_failed)
+          say("machine " + std::to_string(p->machine) + " (" + p->host + "): lost: the ssh of " +
+              p->label +
+              " exited 255 (the host stopped answering, or refused the connection or "
+              "the login); stopping every process");
+        else
+          say(p->label + " (pid " + std::to_string(p->pid) + ") " + describe_status(p->status) +
+              "; stopping every process");
         stop_all();
         return 1;
       }
@@ -481,6 +683,11 @@ class LaunchRun {
         p.keeper = -1;
         ::close(p.records);
         p.records = -1;
+        {
+          std::lock_guard lock(beats_mu_);
+          if (beats_[i] >= 0) ::close(beats_[i]);
+          beats_[i] = -1;
+        }
         pump_.tree_gone(streams_[i], output_linger);
       }
   }
@@ -496,6 +703,36 @@ class LaunchRun {
       if (p.keeper > 0 && (!servers_only || p.server)) ::kill(p.keeper, sig);
   }
 
+  /// The heartbeat thread: a byte a second to every remote process's ssh, until stopped.
+  /// A full pipe (ssh stalled on a dead link) or a closed one is skipped: the lease on the
+  /// other side and ssh's ServerAlive probes decide what a silence means.
+  void beat() {
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);  // a gone ssh gives EPIPE, not death
+    std::unique_lock lock(beats_mu_);
+    while (!heart_stop_) {
+      for (const int fd : beats_)
+        if (fd >= 0) (void)::write(fd, &lease_heartbeat, 1);
+      heart_cv_.wait_for(lock, std::chrono::seconds(1));
+    }
+  }
+
+  void stop_heart() {
+    {
+      std::lock_guard lock(beats_mu_);
+      heart_stop_ = true;
+    }
+    heart_cv_.notify_all();
+    if (heart_.joinable()) heart_.join();
+    for (int& fd : beats_)
+      if (fd >= 0) {
+        ::close(fd);
+        fd = -1;
+      }
+  }
+
   void say(const std::string& line) {
     std::lock_guard lock(out_mu_);
     std::fprintf(stderr, "distgraph launch: %s\n", line.c_str());
@@ -503,6 +740,7 @@ class LaunchRun {
   }
 
   int end(int code) {
+    stop_heart();
     pump_.join(output_linger);
     if (!o_.report.empty()) write_report(code);
     if (!o_.trace.empty()) merge_trace_parts();
@@ -576,6 +814,11 @@ class LaunchRun {
   sigset_t watched_{}, old_mask_{};
   int signals_ = -1;                      ///< signalfd of SIGCHLD, SIGINT, SIGTERM
   int life_read_ = -1, life_write_ = -1;  ///< hangs up in every keeper when we are gone
+  std::mutex beats_mu_;
+  std::vector<int> beats_;  ///< write end of each remote process's heartbeat pipe, or -1
+  std::condition_variable heart_cv_;
+  bool heart_stop_ = false;
+  std::thread heart_;
 };
 
 }  // namespace detail
@@ -606,6 +849,7 @@ inline int run_launch(const LaunchOptions& o, std::FILE* out = stdout) {
     print_launch(procs, out);
     return 0;
   }
+  detail::check_remote_machines(o, procs);
   if (!o.trace.empty()) {  // a fresh folder: no part of an earlier run is merged
     std::filesystem::remove_all(trace_parts_dir(o.trace));
     std::filesystem::create_directories(trace_parts_dir(o.trace));

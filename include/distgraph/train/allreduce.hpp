@@ -1,6 +1,10 @@
 // Gradient all-reduce across trainers through c10d's ProcessGroupGloo, in flat buckets.
 #pragma once
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <torch/types.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -14,6 +18,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -29,6 +34,8 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/trace.hpp"
+#include "distgraph/runtime/environment.hpp"
+#include "distgraph/runtime/ip_config.hpp"
 
 namespace distgraph {
 
@@ -78,8 +85,9 @@ struct RendezvousOptions {
   std::int32_t world_size = 1;
   /// Bounds the rendezvous and every later collective (no wait is forever).
   std::chrono::milliseconds timeout{60000};
-  /// Address gloo binds for its connections ("" = the interface below, else the host's
-  /// default device, as PyTorch does); 127.0.0.1 for single-machine runs and tests.
+  /// Address gloo binds for its connections and advertises to the other trainers ("" =
+  /// the interface below, else the address the host's name resolves to, as PyTorch does).
+  /// A launched trainer binds its machine's ip config address (gloo_binding_from_env).
   std::string hostname;
   /// Network interface for gloo (PyTorch's GLOO_SOCKET_IFNAME); used when hostname is "".
   std::string interface;
@@ -135,15 +143,123 @@ void run_collective(const char* what, std::int32_t rank, std::chrono::millisecon
   }
 }
 
-/// The environment's rendezvous; a loopback master binds gloo to 127.0.0.1 (a
-/// one-computer cluster needs no network interface).
+inline bool is_loopback_address(const std::string& a) {
+  return a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost";
+}
+
+/// The first address `name` resolves to, "" when it resolves to none.
+inline std::string resolve_address(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0 || list == nullptr) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (list->ai_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(list->ai_addr)->sin_addr, buf, sizeof buf);
+  else if (list->ai_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(list->ai_addr)->sin6_addr, buf,
+                sizeof buf);
+  ::freeaddrinfo(list);
+  return buf;
+}
+
+/// True when network interface `name` is a loopback interface (IFF_LOOPBACK).
+inline bool is_loopback_interface(const std::string& name) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool loopback = false;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next)
+    loopback = loopback || (name == i->ifa_name && (i->ifa_flags & IFF_LOOPBACK) != 0);
+  ::freeifaddrs(list);
+  return loopback;
+}
+
+}  // namespace detail
+
+/// Where a trainer's gloo group binds, as gloo_binding chose it.
+struct GlooBinding {
+  std::string hostname;   ///< address to bind ("" with an interface, or PyTorch's default)
+  std::string interface;  ///< network interface to bind (GLOO_SOCKET_IFNAME)
+  /// A host of the job that is not this computer ("" when every machine is here): why a
+  /// loopback binding would be unreachable.
+  std::string other_host;
+};
+
+/// Chooses the address trainer `o.rank` binds its gloo group to, which gloo also
+/// advertises to the other trainers: o.interface (GLOO_SOCKET_IFNAME) when set; else the
+/// address ip config `ip` gives this trainer's `machine` (servers bind it too, so the
+/// other hosts reach it); else 127.0.0.1 for a loopback master; else what this host's name
+/// resolves to, as PyTorch does. Debian writes `127.0.1.1 <hostname>` into /etc/hosts, so
+/// that default advertises a loopback address to trainers on other hosts, which then
+/// connect to themselves and are refused. Throws CollectiveError when the choice is
+/// loopback while the job spans hosts (a machine of `ip`, or the master, is not this
+/// computer), naming the address and where it came from.
+inline GlooBinding gloo_binding(const RendezvousOptions& o, const IpConfig* ip,
+                                std::int32_t machine) {
+  GlooBinding b;
+  if (ip != nullptr)
+    for (const auto& m : ip->machines)
+      if (b.other_host.empty() && !is_local_address(m.ip)) b.other_host = m.ip;
+  if (b.other_host.empty() && !is_local_address(o.master_addr) &&
+      !detail::is_loopback_address(o.master_addr))
+    b.other_host = o.master_addr;
+  const auto refuse = [&](const std::string& what) {
+    throw CollectiveError("gloo process group (trainer " + std::to_string(o.rank) + " of " +
+                          std::to_string(o.world_size) + "): " + what +
+                          ", but the job spans hosts (" + b.other_host +
+                          " is another host); expected an address the other hosts reach: "
+                          "set GLOO_SOCKET_IFNAME (distgraph launch --gloo-interface) or give "
+                          "this machine its own address in the ip config");
+  };
+  if (!o.interface.empty()) {
+    if (!b.other_host.empty() && detail::is_loopback_interface(o.interface))
+      refuse("GLOO_SOCKET_IFNAME=" + o.interface + " names a loopback interface");
+    b.interface = o.interface;
+    return b;
+  }
+  if (ip != nullptr && machine >= 0 && machine < ip->num_machines()) {
+    const MachineEntry& m = ip->machines[static_cast<std::size_t>(machine)];
+    const std::string where = ip->path.string() + " line " + std::to_string(m.line);
+    if (!b.other_host.empty() && detail::is_loopback_address(m.ip))
+      refuse("machine " + std::to_string(machine) + "'s address " + m.ip + " (" + where +
+             ") is a loopback address");
+    if (!is_local_address(m.ip))
+      throw CollectiveError("gloo process group (trainer " + std::to_string(o.rank) +
+                            "): machine " + std::to_string(machine) + "'s address " + m.ip + " (" +
+                            where +
+                            ") is not an address of this host; expected DISTGRAPH_MACHINE_ID "
+                            "to name this host's line of the ip config");
+    b.hostname = m.ip;
+    return b;
+  }
+  if (detail::is_loopback_address(o.master_addr)) {
+    b.hostname = "127.0.0.1";  // a one-computer cluster needs no network interface
+    return b;
+  }
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  const std::string resolved = detail::resolve_address(host.data());
+  if (!b.other_host.empty() && detail::is_loopback_address(resolved))
+    refuse(std::string("this host's name '") + host.data() + "' resolves to " + resolved +
+           ", a loopback address");
+  return b;
+}
+
+namespace detail {
+
+/// The environment's rendezvous, bound where gloo_binding says (the ip config and machine
+/// of a launched trainer: DISTGRAPH_IP_CONFIG, DISTGRAPH_MACHINE_ID).
 inline RendezvousOptions trainer_rendezvous(std::chrono::milliseconds timeout) {
   RendezvousOptions base;
   base.timeout = timeout;
   RendezvousOptions o = rendezvous_from_env(base);
-  const auto& a = o.master_addr;
-  if (o.interface.empty() && (a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost"))
-    o.hostname = "127.0.0.1";
+  if (o.world_size <= 1) return o;  // no group to bind
+  const Environment env = read_environment();
+  std::optional<IpConfig> ip;
+  if (!env.ip_config.empty()) ip = read_ip_config(env.ip_config);
+  const GlooBinding b = gloo_binding(o, ip ? &*ip : nullptr, env.machine_id);
+  o.hostname = b.hostname;
+  o.interface = b.interface;
   return o;
 }
 
@@ -248,8 +364,9 @@ inline c10::intrusive_ptr<c10d::ProcessGroupNCCL> make_nccl_group(
 
 /// The trainers' gloo group as the environment describes it (MASTER_ADDR, MASTER_PORT,
 /// RANK, WORLD_SIZE, as `distgraph launch`, torchrun and friends set them), or none for a
-/// single trainer. A loopback master binds gloo to 127.0.0.1 (a one-computer cluster
-/// needs no network interface). Blocks until every trainer joined, at most `timeout`.
+/// single trainer, bound where gloo_binding says (a launched trainer: its machine's ip
+/// config address). Blocks until every trainer joined, at most `timeout`; throws
+/// CollectiveError, also for a loopback binding in a job that spans hosts.
 inline c10::intrusive_ptr<CollectiveGroup> trainer_group_from_env(
     std::chrono::milliseconds timeout = std::chrono::minutes(5)) {
   const RendezvousOptions o = detail::trainer_rendezvous(timeout);

@@ -47,6 +47,7 @@ struct ExecPlan {
   std::vector<char*> argv, envp;
   std::string workdir;
   sigset_t mask{};  ///< the signal mask the program starts with
+  int input = -1;   ///< the program's standard input (-1: the keeper's own)
 
   ExecPlan(const std::vector<std::string>& command, const std::vector<std::string>& overrides,
            std::string dir, const sigset_t& program_mask)
@@ -227,6 +228,7 @@ inline void signal_tree(pid_t self, pid_t program, int sig) {
   for (int s : handled_signals) ::sigaction(s, &dfl, nullptr);
   ::sigaction(SIGPIPE, &dfl, nullptr);
   ::sigprocmask(SIG_SETMASK, &plan.mask, nullptr);
+  if (plan.input >= 0) ::dup2(plan.input, 0);
   ::dup2(out, 1);
   ::dup2(out, 2);
   if (!plan.workdir.empty() && ::chdir(plan.workdir.c_str()) != 0) {
@@ -253,10 +255,11 @@ inline void signal_tree(pid_t self, pid_t program, int sig) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Only what the keeper uses stays open: the launcher's other pipes (above all the write
   // end of `life`) must not be held here.
-  int keepfds[] = {out, life, records};
+  int keepfds[] = {out, life, records, plan.input};
   std::sort(std::begin(keepfds), std::end(keepfds));
   unsigned next = 3;
   for (int fd : keepfds) {
+    if (fd < static_cast<int>(next)) continue;  // -1 (no input) or a standard descriptor
     if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
     next = static_cast<unsigned>(fd) + 1;
   }
@@ -280,6 +283,7 @@ inline void signal_tree(pid_t self, pid_t program, int sig) {
   if (program == 0) run_program(plan, self, out);
   if (program > 0) ::setpgid(program, program);  // both sides: no race with kill(-program)
   ::close(out);
+  if (plan.input >= 0) ::close(plan.input);
   KeeperRecord started{keeper_started, program > 0 ? program : -errno};
   (void)::write(records, &started, sizeof started);
   if (program < 0) ::_exit(127);
