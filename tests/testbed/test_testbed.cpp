@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "distgraph/io/npy.hpp"
 #include "support/child_process.hpp"
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
@@ -58,12 +61,14 @@ std::string write_ip_config(const Testbed& tb, int n) {
 
 /// Partitions `input` into one part per host in host 1's workspace and copies each host
 /// its share with `distgraph copy` (real ssh and rsync); returns the partition config.
-std::string partition_and_copy(const Testbed& tb, const std::string& input,
-                               const std::string& name) {
+std::string partition_and_copy(const Testbed& tb, const std::string& input, const std::string& name,
+                               std::vector<std::string> extra = {}) {
   const std::string ws = tb.workspace();
-  const ProgramRun part = distgraph_on(tb, 1,
-                                       {"partition", "--input", input, "--name", name, "--parts",
-                                        std::to_string(tb.hosts()), "--out", ws});
+  std::vector<std::string> args{
+      "partition", "--input", input, "--name", name, "--parts", std::to_string(tb.hosts()),
+      "--out",     ws};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProgramRun part = distgraph_on(tb, 1, args);
   INFO(part.output);
   REQUIRE(part.exit_code == 0);
   const std::string ip = write_ip_config(tb, tb.hosts());
@@ -96,6 +101,33 @@ nlohmann::json json_on(const Testbed& tb, int i, const std::string& path) {
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.output);
+}
+
+/// One recipe trained twice on host 1's partition with the same seed: as a loopback cluster
+/// on host 1 (`distgraph train DATASET --part-config`), and across the hosts (`distgraph
+/// launch` over ssh with `distgraph train` as the trainers); each run's result.json.
+struct Trained {
+  nlohmann::json loopback, across;
+  double across_s = 0;  ///< the launch across the hosts, start to end
+  std::string output;   ///< the launch's output
+};
+
+Trained train_both(const Testbed& tb, const std::string& dataset, const std::string& config,
+                   const std::vector<std::string>& recipe) {
+  const std::string ws = tb.workspace();
+  std::vector<std::string> loop{"train", dataset, "--part-config", config, "--out", ws + "/loop"};
+  loop.insert(loop.end(), recipe.begin(), recipe.end());
+  const ProgramRun l = distgraph_on(tb, 1, loop, 180s);
+  INFO(l.output);
+  REQUIRE(l.exit_code == 0);
+  std::vector<std::string> program{DISTGRAPH_CLI, "train", "--out", ws + "/run"};
+  program.insert(program.end(), recipe.begin(), recipe.end());
+  const auto started = Clock::now();
+  const ProgramRun r = distgraph_on(tb, 1, launch_args(tb, config, {}, program), 180s);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return {json_on(tb, 1, ws + "/loop/result.json"), json_on(tb, 1, ws + "/run/result.json"),
+          seconds_since(started), r.output};
 }
 
 /// Every host has no process of the job left (within `within`) and an empty /dev/shm.
@@ -147,28 +179,72 @@ TEST_CASE(
     CHECK(here.output == source.output);
   }
   const std::vector<std::string> recipe{"--seed", "3", "--epochs", "20"};
-  // The loopback run: 3 machines on 127.0.0.1 of host 1, the same partition and seed.
-  std::vector<std::string> loop{"train", cora.string(), "--part-config",
-                                config,  "--out",       ws + "/loop"};
-  loop.insert(loop.end(), recipe.begin(), recipe.end());
-  const ProgramRun l = distgraph_on(tb, 1, loop, 180s);
-  INFO(l.output);
-  REQUIRE(l.exit_code == 0);
-  // Across the hosts: servers and trainers started over ssh on hosts 2 and 3.
-  std::vector<std::string> program{DISTGRAPH_CLI, "train", "--out", ws + "/run"};
-  program.insert(program.end(), recipe.begin(), recipe.end());
-  const auto started = Clock::now();
-  const ProgramRun r = distgraph_on(tb, 1, launch_args(tb, config, {}, program), 180s);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  const double secs = seconds_since(started);
-  CHECK_THAT(r.output, Catch::Contains("server 2.0 listening on 198.51.100.3 port 30050"));
-  const double across = json_on(tb, 1, ws + "/run/result.json")["test"].get<double>();
-  const double loopback = json_on(tb, 1, ws + "/loop/result.json")["test"].get<double>();
+  const Trained t = train_both(tb, cora.string(), config, recipe);
+  CHECK_THAT(t.output, Catch::Contains("server 2.0 listening on 198.51.100.3 port 30050"));
+  const double across = t.across["test"].get<double>(), loopback = t.loopback["test"].get<double>();
+  const double secs = t.across_s;
   std::printf("testbed: Cora 3 hosts test accuracy %.4f (loopback %.4f), job %.1f s\n", across,
               loopback, secs);
   CHECK(across == Approx(loopback).margin(0.005));
   CHECK(across > 0.7);
+  check_clean(tb, 10s);
+
+  // Inference across the hosts: every trainer loads the model, so the run folder goes to
+  // every host first (distgraph copy moves partitions only); rank 0 gathers and writes.
+  for (int h = 2; h <= 3; ++h)
+    REQUIRE(
+        tb.exec(1, {tb.rsync(), "-a", ws + "/run/", Testbed::address(h) + ":" + ws + "/run/"}, 60s)
+            .exit_code == 0);
+  const ProgramRun dist = distgraph_on(
+      tb, 1,
+      launch_args(tb, config, {},
+                  {DISTGRAPH_CLI, "infer", "--checkpoint", ws + "/run", "--out", ws + "/dist"}));
+  INFO(dist.output);
+  REQUIRE(dist.exit_code == 0);
+  const ProgramRun alone = distgraph_on(tb, 1,
+                                        {"infer", "--checkpoint", ws + "/run", "--part-config",
+                                         config, "--standalone", "--out", ws + "/alone"});
+  INFO(alone.output);
+  REQUIRE(alone.exit_code == 0);
+  // Host 1's workspace is its own; /tmp is the computer's: bring the files out to compare.
+  distgraph::test::TempDir out;
+  for (const char* run : {"dist", "alone"})
+    REQUIRE(sh_on(tb, 1,
+                  "mkdir " + (out / run).string() + " && cp " + ws + "/" + run + "/*.npy " +
+                      (out / run).string())
+                .exit_code == 0);
+  const auto a_emb = distgraph::read_npy_float32(out / "alone" / "embeddings.npy");
+  const auto d_emb = distgraph::read_npy_float32(out / "dist" / "embeddings.npy");
+  REQUIRE(a_emb.size() == d_emb.size());
+  REQUIRE(a_emb.size() > 2708);
+  double worst = 0;
+  for (std::size_t i = 0; i < a_emb.size(); ++i)
+    worst = std::max(worst, std::fabs(double(a_emb[i]) - d_emb[i]));
+  CHECK(worst <= 1e-5);
+  const auto a_pred = distgraph::read_npy_int64(out / "alone" / "predictions.npy");
+  const auto d_pred = distgraph::read_npy_int64(out / "dist" / "predictions.npy");
+  CHECK(std::equal(a_pred.begin(), a_pred.end(), d_pred.begin(), d_pred.end()));
+  check_clean(tb, 10s);
+}
+
+TEST_CASE(
+    "DBLP (typed) across 2 hosts reaches the loopback run's test accuracy with the same "
+    "seed",
+    "[testbed][net][data][hetero]") {
+  DISTGRAPH_REQUIRE_DATASET(dblp, "dblp");
+  DISTGRAPH_REQUIRE_TESTBED(tb, 2);
+  const std::string ws = tb.workspace();
+  const std::string config =
+      partition_and_copy(tb, dblp.string(), "dblp", {"--balance-ntypes", "train"});
+  const std::vector<std::string> recipe{"--target-ntype", "author", "--model",  "rgcn",
+                                        "--seed",         "2",      "--epochs", "5"};
+  const Trained t = train_both(tb, dblp.string(), config, recipe);
+  const auto& across = t.across;
+  const auto& loopback = t.loopback;
+  std::printf("testbed: DBLP 2 hosts test accuracy %.4f (loopback %.4f)\n",
+              across["test"].get<double>(), loopback["test"].get<double>());
+  CHECK(across["test"].get<double>() == Approx(loopback["test"].get<double>()).margin(0.005));
+  CHECK(across["test"].get<double>() > 0.85);
   check_clean(tb, 10s);
 }
 

@@ -609,6 +609,7 @@ int run_train(std::vector<std::string> argv) {
         throw PartitionError(config.string() + " does not match the typed dataset '" + hd.name +
                              "' (node count or node types differ)");
       num_parts = c.num_parts;
+      fs::create_directories(out);  // the loopback cluster's ip config is written there
     } else {
       config = out / "partition" / (hd.name + ".json");
       fs::create_directories(out);

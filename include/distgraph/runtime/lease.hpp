@@ -135,6 +135,14 @@ inline int run_lease(const LeaseOptions& o) {
   int stage = 0, status = 0;
   bool ended = false;
   Deadline expires = deadline_in(o.lease), next_stage{};
+  const auto read_records = [&] {
+    detail::KeeperRecord r{};
+    while (::read(k.records, &r, sizeof r) == static_cast<ssize_t>(sizeof r))
+      if (r.kind == detail::keeper_ended && !ended) {
+        ended = true;
+        status = r.value;
+      }
+  };
   const auto stop = [&](const std::string& why) {
     if (stage > 0) return;
     say(why + "; stopping " + o.program[0]);
@@ -155,13 +163,11 @@ inline int run_lease(const LeaseOptions& o) {
     while (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
       if (si.ssi_signo != SIGCHLD)
         stop(std::string("received ") + ::strsignal(static_cast<int>(si.ssi_signo)));
-    detail::KeeperRecord r{};
-    while (::read(k.records, &r, sizeof r) == static_cast<ssize_t>(sizeof r))
-      if (r.kind == detail::keeper_ended && !ended) {
-        ended = true;
-        status = r.value;
-      }
-    if (int st = 0; ::waitpid(k.keeper, &st, WNOHANG) == k.keeper) break;  // the tree is gone
+    read_records();
+    if (int st = 0; ::waitpid(k.keeper, &st, WNOHANG) == k.keeper) {
+      read_records();  // the keeper may have reported and exited since the read above
+      break;           // the tree is gone
+    }
     if (stage == 0) {
       char buf[256];
       const auto n = ::read(beats, buf, sizeof buf);

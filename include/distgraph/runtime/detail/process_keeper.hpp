@@ -210,13 +210,18 @@ void for_each_child(pid_t self, F&& f) {
 }
 
 /// Sends `sig` to the program's process group and to every child of the keeper (orphans
-/// of the tree land there) and the group each leads.
+/// of the tree land there) and the group each leads. SIGTERM is followed by SIGCONT: a
+/// stopped process (SIGSTOP, a debugger's stop) then handles its SIGTERM, and a server
+/// removes its shared-memory folder, instead of waiting stopped for the SIGKILL.
 inline void signal_tree(pid_t self, pid_t program, int sig) {
-  if (program > 0) ::kill(-program, sig);
-  for_each_child(self, [sig](pid_t p) {
-    ::kill(p, sig);
-    ::kill(-p, sig);
-  });
+  for (const int s : {sig, sig == SIGTERM ? SIGCONT : 0}) {
+    if (s == 0) continue;
+    if (program > 0) ::kill(-program, s);
+    for_each_child(self, [s](pid_t p) {
+      ::kill(p, s);
+      ::kill(-p, s);
+    });
+  }
 }
 
 [[noreturn]] inline void run_program(const ExecPlan& plan, pid_t keeper, int out) {
