@@ -19,6 +19,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_transport.hpp"
 #include "support/child_process.hpp"
+#include "support/machine_storage.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace distgraph;
@@ -43,6 +44,10 @@ struct Cluster {
   IpConfig ip;
   std::vector<std::unique_ptr<ChildProcess>> procs;  // machine-major
   std::vector<std::int64_t> orig_of;
+
+  ~Cluster() { distgraph::test::remove_machine_storage("kv", ip); }
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
 
   explicit Cluster(int trainers = 1) {
     SbmOptions o;

@@ -17,6 +17,7 @@
 #include "distgraph/runtime/ip_config.hpp"
 #include "support/child_process.hpp"
 #include "support/free_port.hpp"
+#include "support/machine_storage.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -51,6 +52,9 @@ struct Job {
     ip_path = tmp / "ip_config.txt";
     bases = distgraph::test::write_loopback_ip_config(ip_path.string(), machines, servers);
   }
+  ~Job() { distgraph::test::remove_machine_storage("job", bases); }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
   std::vector<std::string> launch(int servers, int trainers,
                                   std::vector<std::string> program) const {
     std::vector<std::string> a{DISTGRAPH_CLI,

@@ -21,6 +21,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_transport.hpp"
 #include "support/child_process.hpp"
+#include "support/machine_storage.hpp"
 #include "support/partitioned_sbm.hpp"
 
 namespace distgraph::test {
@@ -36,6 +37,10 @@ struct LoaderCluster {
   std::filesystem::path ip_path;
   IpConfig ip;
   std::vector<std::unique_ptr<ChildProcess>> procs;
+
+  ~LoaderCluster() { distgraph::test::remove_machine_storage("loader", ip); }
+  LoaderCluster(const LoaderCluster&) = delete;
+  LoaderCluster& operator=(const LoaderCluster&) = delete;
 
   LoaderCluster() : sbm(options(), machines, "loader") {
     ip_path = sbm.tmp / "ip_config.txt";
