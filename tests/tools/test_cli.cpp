@@ -140,6 +140,21 @@ void check_one_line_error(const RunResult& r, const std::string& flag) {
 
 }  // namespace
 
+TEST_CASE("distgraph --version prints the version, the commit and the libraries it was built "
+          "with",
+          "[tools]") {
+  REQUIRE_CLI();
+  const RunResult r = run_cli({"--version"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.rfind("distgraph " DISTGRAPH_TEST_VERSION " (commit ", 0) == 0);
+  if (fs::exists(fs::path(DISTGRAPH_SOURCE_DIR) / ".git"))  // built from a checkout
+    CHECK(r.out.find("(commit unknown") == std::string::npos);
+  for (const char* lib : {"built with libtorch ", ", Boost 1.", ", METIS 5."})
+    CHECK(r.out.find(lib) != std::string::npos);
+  CHECK(r.err.empty());
+}
+
 TEST_CASE("distgraph info describes the built-in SBM graph", "[tools]") {
   REQUIRE_CLI();
   const RunResult r = run_cli({"info", "--sbm-nodes", "2000"});

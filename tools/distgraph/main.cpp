@@ -9,9 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include <metis.h>
+
+#include <boost/version.hpp>
+
 #include "cli.hpp"
 #include "distgraph/core/error.hpp"
 #include "run_command.hpp"
+#include "version_info.hpp"
 
 namespace {
 
@@ -65,8 +70,25 @@ const Subcommand subcommands[] = {
      "every node's embedding and predicted class from a trained run (layer-wise inference)"},
 };
 
+/// What a bug report needs: the version, the commit and the libraries this was built with.
+void print_version() {
+  std::printf("distgraph %s (commit %s)\n", DISTGRAPH_VERSION, DISTGRAPH_COMMIT);
+  std::printf("built with libtorch %s, Boost %d.%d.%d, METIS %d.%d.%d, %s\n",
+              DISTGRAPH_TORCH_VERSION, BOOST_VERSION / 100000, BOOST_VERSION / 100 % 1000,
+              BOOST_VERSION % 100, METIS_VER_MAJOR, METIS_VER_MINOR, METIS_VER_SUBMINOR,
+#if defined(__clang__)
+              "clang " __clang_version__
+#elif defined(__GNUC__)
+              "GCC " __VERSION__
+#else
+              "an unknown compiler"
+#endif
+  );
+}
+
 void print_usage() {
-  std::printf("usage: distgraph <command> [options]   (distgraph <command> --help)\n\ncommands:\n");
+  std::printf("usage: distgraph <command> [options]   (distgraph <command> --help; distgraph "
+              "--version)\n\ncommands:\n");
   for (const auto& s : subcommands) std::printf("  %-10s %s\n", s.name, s.summary);
 }
 
@@ -80,6 +102,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage();
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    print_version();
     return 0;
   }
   for (const auto& s : subcommands) {
