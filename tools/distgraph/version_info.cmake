@@ -2,11 +2,12 @@ cmake_minimum_required(VERSION 3.22)
 # Writes version_info.hpp for `distgraph --version` at every build, touching the file only
 # when its text changes (configure_file), so a build after a new commit shows that commit
 # without rebuilding anything else. Called with -DSOURCE_DIR, -DOUT, -DVERSION, -DTORCH.
-set(commit "unknown (not a git checkout)")
+set(commit "unknown (not a git checkout, or no git)")
 find_package(Git QUIET)
 if(GIT_FOUND AND EXISTS "${SOURCE_DIR}/.git")
-  execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" describe --always --dirty
-                          --abbrev=12
+  # safe.directory: a checkout owned by another user (a CI runner's) is still read.
+  execute_process(COMMAND "${GIT_EXECUTABLE}" -c safe.directory=* -C "${SOURCE_DIR}" describe
+                          --always --dirty --abbrev=12
                   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
                   RESULT_VARIABLE failed)
   if(failed)
