@@ -162,24 +162,12 @@ inline bool enabled() noexcept {
 class Span {
  public:
   explicit Span(const char* name, const char* cat = "train") {
-    if (!enabled()) return;
-    on_ = true;
-    e_.name = name;
-    e_.cat = cat;
-    e_.ts = now_ns();
+    if (enabled()) begin(name, cat);
   }
   Span(std::string name, const char* cat) {
-    if (!enabled()) return;
-    on_ = true;
-    e_.name = std::move(name);
-    e_.cat = cat;
-    e_.ts = now_ns();
+    if (enabled()) begin(std::move(name), cat);
   }
-  ~Span() {
-    if (!on_) return;
-    e_.dur = now_ns() - e_.ts;
-    detail::record(std::move(e_));
-  }
+  ~Span() { end(); }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
@@ -197,6 +185,13 @@ class Span {
   }
 
  private:
+  void begin(std::string name, const char* cat) {
+    on_ = true;
+    e_.name = std::move(name);
+    e_.cat = cat;
+    e_.ts = now_ns();
+  }
+
   bool on_ = false;
   Event e_;
 };
