@@ -3,6 +3,7 @@
 //
 //   bench_train [--model sage|gcn|gat] [--scale S] [--epochs E] [--runs R] [--figure NAME]
 //   [--variants 0|1] [--device cpu|cuda] [--cli PATH] [--keep DIR] [--json]
+//   bench_train --testbed HOSTS,... [--rates RATE,...] [...]   (as root: scripts/testbed.sh)
 //
 // The dataset: R-MAT (a, b, c, d = 0.57, 0.19, 0.19, 0.05, edge factor 16, seed 1)
 // symmetrized, without self loops or duplicates; 100-dim standard-normal float32 features,
@@ -55,6 +56,24 @@
 //                          device synchronisation). params.h2d_bound_s: the bound batches'
 //                          features (through a pinned buffer, as the trainer stages them),
 //                          labels and blocks copied to the GPU alone, synchronised.
+//   testbed_epoch          with --testbed (these two only): the dist run across separate hosts
+//                          (scripts/testbed.sh: network namespaces, real sshd, `distgraph
+//                          copy`, `distgraph launch` over ssh), one per host count of
+//                          --testbed (e.g. 2,4), link rate of --rates (tc's spelling; default
+//                          1gbit,2500mbit,10gbit,unshaped) and variant (plain, cache, bf16,
+//                          all; --variants 0: plain only): params hosts, rate, variant,
+//                          remote_bytes_per_epoch, cache_hit_rate. The partition: METIS in
+//                          one part per host. Bound: every trainer's batches of the bound epoch,
+//                          forward, backward and Adam one after another on all the cores (the
+//                          hosts share this computer's cores: no schedule avoids that work).
+//                          Each host's trainer sizes its threads for a host of its own, so read
+//                          the ratios and bytes, not the absolute times.
+//   testbed_resume_s       a plain run on the first host count, unshaped, whose last host is
+//                          cut off after trainer 0's third epoch; once the launcher gave up and
+//                          every host is idle the link is healed and the same command runs
+//                          with --resume: seconds from the cut to the resumed run's first
+//                          epoch (params: detect_s, cleanup_s, restart_s), bound: the
+//                          undisturbed start's time to its first epoch.
 // Bound: the same epoch's batches (epoch 1: same seeds, keys and shuffle as the run, made
 // through the StandaloneCluster beforehand) as BlockTensors and feature tensors in memory,
 // then GraphSAGE forward, cross-entropy, backward and Adam step over them, nothing else;
@@ -72,8 +91,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -104,6 +125,7 @@
 #include "support/rmat_dataset.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
+#include "support/testbed.hpp"
 
 #ifndef DISTGRAPH_CLI
 #define DISTGRAPH_CLI "distgraph"
@@ -129,6 +151,8 @@ struct Args {
   std::string model = "sage";  ///< sage, gcn or gat
   int variants = 1;            ///< 1: the dist figure's fetch-less variants too; 0: plain only
   std::string device = "cpu";  ///< cpu or cuda (the model's device; figures get "_cuda")
+  std::string testbed;         ///< non-empty: the testbed figures only, on these host counts
+  std::string rates = "1gbit,2500mbit,10gbit,unshaped";  ///< --testbed's link rates
 };
 
 Args parse(int argc, char** argv) {
@@ -143,6 +167,8 @@ Args parse(int argc, char** argv) {
       .add("--model", a.model, "sage|gcn|gat")
       .add("--variants", a.variants, 0, 1)
       .add("--device", a.device, "cpu|cuda")
+      .add("--testbed", a.testbed, "HOSTS,...")
+      .add("--rates", a.rates, "RATE,...")
       .parse(argc, argv);
   return a;
 }
@@ -344,6 +370,7 @@ struct Bench {
   Reporter rep;
   fs::path dataset_dir{}, config{};
   fs::path config_bf16{};  ///< the same partition with bfloat16 features (the variants')
+  const distgraph::Dataset* data = nullptr;  ///< the dataset (--testbed partitions it again)
   nlohmann::json params{};
   std::int64_t num_train = 0;
   std::vector<std::pair<std::string, distgraph::EpochRow>> shares{};  ///< printed at the end
@@ -352,7 +379,8 @@ struct Bench {
 /// Adds figure `name` from the run's `rows` against `bound` seconds.
 void add_epoch_figure(Bench& bench, const std::string& name,
                       const std::vector<distgraph::EpochRow>& rows, double bound,
-                      const std::string& bound_name, nlohmann::json params) {
+                      const std::string& bound_name, nlohmann::json params,
+                      const std::string& label = "") {
   const auto m = mean_row(rows);
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& r : rows) epochs.push_back(r.epoch_s);
@@ -376,8 +404,9 @@ void add_epoch_figure(Bench& bench, const std::string& name,
                        .bound = bound,
                        .bound_name = bound_name,
                        .kind = Kind::time,
-                       .params = params});
-  bench.shares.emplace_back(name, m);
+                       .params = params,
+                       .label = label});
+  bench.shares.emplace_back(label.empty() ? name : label, m);
 }
 
 void epoch_standalone(Bench& bench) {
@@ -417,61 +446,58 @@ void epoch_standalone(Bench& bench) {
                    params);
 }
 
+/// The recipe's flags of `distgraph train` (`epochs` epochs, one JSON line each).
+std::vector<std::string> recipe_flags(const Args& a, std::int64_t epochs) {
+  return {"--epochs", std::to_string(epochs),     "--hidden", std::to_string(hidden),
+          "--fanouts", "10,25",                   "--batch-size", std::to_string(batch_size),
+          "--model",   a.model,                   "--device", a.device,
+          "--json"};
+}
+
 /// One distributed run of `distgraph train` on the bench's partition (`config`, else the
 /// float32 one) with `flags` added: its epoch rows (remote bytes and cache hit rate
 /// included) and its result line.
 struct DistRun {
   std::vector<distgraph::EpochRow> rows;
   nlohmann::json result;
+
+  /// Takes one line of `distgraph train --json`'s output: an epoch line or the result;
+  /// true for an epoch line. Anything else is ignored.
+  bool read(const std::string& line) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return false;
+    if (j.contains("epoch_s")) {
+      rows.push_back({.epoch = j["epoch"].get<std::int64_t>(),
+                      .loss = j["loss"].get<double>(),
+                      .epoch_s = j["epoch_s"].get<double>(),
+                      .sample_s = j["sample_s"].get<double>(),
+                      .fetch_s = j["fetch_s"].get<double>(),
+                      .compute_s = j["compute_s"].get<double>(),
+                      .allreduce_s = j["allreduce_s"].get<double>(),
+                      .remote_rows = j.value("remote_rows", std::int64_t{0}),
+                      .remote_bytes = j.value("remote_bytes", std::int64_t{0}),
+                      .cache_hit_rate = j.value("cache_hit_rate", 0.0),
+                      .copy_s = j.value("copy_s", 0.0)});
+      return true;
+    }
+    if (j.contains("epoch_s_mean")) result = j;
+    return false;
+  }
 };
 DistRun run_dist(Bench& bench, const std::vector<std::string>& flags, const fs::path& config) {
   const fs::path run = bench.dataset_dir.parent_path() / "run";
-  std::vector<std::string> argv = {bench.args.cli,
-                                   "train",
-                                   bench.dataset_dir.string(),
-                                   "--part-config",
-                                   config.string(),
-                                   "--parts",
-                                   "2",
-                                   "--epochs",
-                                   std::to_string(1 + bench.args.epochs),
-                                   "--hidden",
-                                   std::to_string(hidden),
-                                   "--fanouts",
-                                   "10,25",
-                                   "--batch-size",
-                                   std::to_string(batch_size),
-                                   "--model",
-                                   bench.args.model,
-                                   "--device",
-                                   bench.args.device,
-                                   "--json",
-                                   "--out",
-                                   run.string()};
+  std::vector<std::string> argv = {bench.args.cli,           "train", bench.dataset_dir.string(),
+                                   "--part-config",  config.string(), "--parts", "2"};
+  for (const auto& w : recipe_flags(bench.args, 1 + bench.args.epochs)) argv.push_back(w);
+  argv.insert(argv.end(), {"--out", run.string()});
   argv.insert(argv.end(), flags.begin(), flags.end());
   std::string command;
   for (const auto& s : argv) command += (command.empty() ? "" : " ") + s;
   bench.rep.note("running " + command);
   DistRun out;
   distgraph::Stopwatch clock;
-  const int status = distgraph::bench::run_lines(argv, [&](const std::string& line) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return;
-    if (j.contains("epoch_s"))
-      out.rows.push_back({.epoch = j["epoch"].get<std::int64_t>(),
-                          .loss = j["loss"].get<double>(),
-                          .epoch_s = j["epoch_s"].get<double>(),
-                          .sample_s = j["sample_s"].get<double>(),
-                          .fetch_s = j["fetch_s"].get<double>(),
-                          .compute_s = j["compute_s"].get<double>(),
-                          .allreduce_s = j["allreduce_s"].get<double>(),
-                          .remote_rows = j.value("remote_rows", std::int64_t{0}),
-                          .remote_bytes = j.value("remote_bytes", std::int64_t{0}),
-                          .cache_hit_rate = j.value("cache_hit_rate", 0.0),
-                          .copy_s = j.value("copy_s", 0.0)});
-    else if (j.contains("epoch_s_mean"))
-      out.result = j;
-  });
+  const int status =
+      distgraph::bench::run_lines(argv, [&](const std::string& line) { out.read(line); });
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
       static_cast<std::int64_t>(out.rows.size()) != 1 + bench.args.epochs) {
     throw std::runtime_error("`" + command + "` failed (wait status " + std::to_string(status) +
@@ -659,6 +685,230 @@ void labor_input_nodes(Bench& bench) {
                                   {"labor_input_nodes_per_batch", inputs[1] / batches}}});
 }
 
+// --testbed: the epoch across separate hosts (scripts/testbed.sh) at several link rates.
+
+using distgraph::bench::Testbed;
+
+/// The comma-separated items of `list`.
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  for (const char c : list + ",")
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  return out;
+}
+
+/// The bench's dataset partitioned in `parts` (METIS, seed 0, float32 or bfloat16 features)
+/// under the work folder, once per (parts, dtype): its config.
+fs::path partition_parts(Bench& bench, int parts, bool bf16) {
+  const fs::path dir = bench.dataset_dir.parent_path() /
+                       ("partition-" + std::to_string(parts) + (bf16 ? "-bf16" : ""));
+  const fs::path config = dir / (bench.data->name + ".json");
+  if (fs::exists(config)) return config;
+  distgraph::PartitionOptions o{.method = distgraph::PartMethod::metis, .seed = 0};
+  if (bf16) o.feat_dtype = distgraph::DType::bfloat16;
+  distgraph::partition_dataset(*bench.data, bench.data->name, parts, dir, o);
+  return config;
+}
+
+/// Puts the partition of `config` on the testbed under `ws`, as a user would: host 1 (the
+/// machine that partitioned) gets every part, `distgraph copy` gives each other host its
+/// own; the ip config lists one machine per host. Returns the config's path on the hosts.
+std::string place_on(const Bench& bench, const Testbed& tb, const fs::path& config,
+                     const std::string& ws) {
+  std::string ip;
+  for (int h = 1; h <= tb.hosts(); ++h) ip += Testbed::address(h) + " 30050\n";
+  tb.run_checked(1, {"/bin/sh", "-c",
+                     "mkdir -p \"$1\" && cp -r \"$2\"/. \"$1\"/ && printf '%s' \"$3\" > "
+                     "\"$1\"/ip_config.txt",
+                     "sh", ws, config.parent_path().string(), ip});
+  const std::string there = ws + "/" + config.filename().string();
+  tb.run_checked(1, {bench.args.cli, "copy", "--ip-config", ws + "/ip_config.txt",
+                     "--part-config", there, "--workspace", ws, "--ssh", tb.ssh(), "--rsync",
+                     tb.rsync()});
+  return there;
+}
+
+/// One `distgraph launch` on the testbed: trainer 0's epoch lines and result, the
+/// launcher's exit status and last lines.
+struct TestbedRun : DistRun {
+  int status = 0;
+  std::deque<std::string> tail;
+};
+
+/// `distgraph launch` from host 1 over the testbed's ssh with `distgraph train` (the
+/// bench's recipe, `epochs` epochs, `flags` added, run folder `out`) as the trainers.
+/// `on_epoch` hears each of trainer 0's epoch lines as it comes.
+TestbedRun launch_on(const Bench& bench, const Testbed& tb, const std::string& ws,
+                     const std::string& config, std::int64_t epochs,
+                     const std::vector<std::string>& flags, const std::string& out,
+                     const std::function<void(const distgraph::EpochRow&)>& on_epoch = {}) {
+  std::vector<std::string> argv{bench.args.cli, "launch",      "--ip-config", ws + "/ip_config.txt",
+                                "--part-config", config,       "--ssh",       tb.ssh(),
+                                "--workspace",   ws,           "--",          bench.args.cli,
+                                "train"};
+  for (const auto& w : recipe_flags(bench.args, epochs)) argv.push_back(w);
+  argv.insert(argv.end(), {"--out", out});
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  TestbedRun r;
+  const std::string trainer0 = "[trainer 0.0] ";
+  r.status = tb.run_on(
+      1, argv,
+      [&](const std::string& line) {
+        if (line.rfind(trainer0, 0) == 0 && r.read(line.substr(trainer0.size())) && on_epoch)
+          on_epoch(r.rows.back());
+      },
+      &r.tail);
+  return r;
+}
+
+/// The compute bound of one epoch of `parts` hosts that share this computer's cores: every
+/// trainer's batches of the bound epoch (each its own share of the seeds, as the recipe
+/// splits them), forward, backward and Adam one after another on all the cores, which no
+/// schedule of the hosts' trainers on these cores avoids. Seconds, best of --runs.
+double testbed_bound(const Bench& bench, const fs::path& config, int parts, nlohmann::json& sizes,
+                     int& threads) {
+  distgraph::StandaloneCluster<> cluster(config);
+  const distgraph::StandaloneGraph g = cluster.graph();
+  const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
+  std::vector<Prebuilt> batches;
+  for (int r = 0; r < parts; ++r)
+    for (Prebuilt& b : prebuilt_batches(g, train_all, r, parts)) batches.push_back(std::move(b));
+  sizes = batch_sizes(batches);
+  threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
+                          bench.args.classes, threads, threads, bench.args.runs);
+}
+
+/// The variants measured on the testbed: plain, cache, bf16 and all three.
+std::vector<DistVariant> testbed_variants(const Args& a) {
+  std::vector<DistVariant> out;
+  for (const DistVariant& v : dist_variants)
+    if (std::string(v.name) != "labor" && (a.variants || std::string(v.name) == "plain"))
+      out.push_back(v);
+  return out;
+}
+
+void testbed_epochs(Bench& bench) {
+  for (const std::string& h : split_list(bench.args.testbed)) {
+    const int hosts = std::stoi(h);
+    const fs::path f32 = partition_parts(bench, hosts, false);
+    const fs::path b16 = partition_parts(bench, hosts, true);
+    nlohmann::json sizes;
+    int threads = 1;
+    const double bound = testbed_bound(bench, f32, hosts, sizes, threads);
+    const std::string bound_name = "fwd+bwd_all_trainers_batches_t" + std::to_string(threads);
+    bench.rep.note(std::to_string(hosts) + " hosts: bound " + std::to_string(bound) + " s");
+    const Testbed tb(hosts);
+    const std::string ws = tb.workspace();
+    const std::string c32 = place_on(bench, tb, f32, ws + "/float32");
+    const std::string c16 = place_on(bench, tb, b16, ws + "/bfloat16");
+    for (const std::string& rate : split_list(bench.args.rates)) {
+      tb.shape(rate);
+      for (const DistVariant& v : testbed_variants(bench.args)) {
+        const std::string vws = ws + (v.bf16 ? "/bfloat16" : "/float32");
+        const std::string label = "hosts=" + h + " rate=" + rate + " variant=" + v.name;
+        bench.rep.note("testbed: " + label);
+        const TestbedRun r = launch_on(bench, tb, vws, v.bf16 ? c16 : c32, 1 + bench.args.epochs,
+                                       v.flags, vws + "/run");
+        if (r.status != 0 || static_cast<std::int64_t>(r.rows.size()) != 1 + bench.args.epochs)
+          throw std::runtime_error(Testbed::failure("the launch of " + label, r.tail));
+        const auto [bytes, hit_rate] = mean_traffic(r.rows);
+        nlohmann::json params = bench.params;
+        params["mode"] = "testbed: distgraph launch over ssh, 1 server + 1 trainer per host";
+        params["hosts"] = hosts;
+        params["parts"] = hosts;
+        params["rate"] = rate;
+        params["variant"] = v.name;
+        params["flags"] = v.flags;
+        params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
+        params["bound_threads"] = threads;
+        params["batch"] = sizes;
+        params["result"] = r.result;
+        params["remote_bytes_per_epoch"] = bytes;
+        params["cache_hit_rate"] = hit_rate;
+        add_epoch_figure(bench, "testbed_epoch", r.rows, bound, bound_name, params, label);
+      }
+    }
+  }
+}
+
+/// How long a job takes to continue after losing a host: a plain run on the first
+/// --testbed host count (unshaped) whose last host is cut off after trainer 0's third
+/// epoch; once the launcher has given up and the host has ended its part, the link is
+/// healed and the same command runs again with --resume. The figure is the time from the
+/// cut to the resumed run's first epoch; the bound is the undisturbed start's time to its
+/// first epoch (what any restart costs at least).
+void testbed_resume(Bench& bench) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const int hosts = std::stoi(split_list(bench.args.testbed).front());
+  const fs::path f32 = partition_parts(bench, hosts, false);
+  const Testbed tb(hosts);
+  const std::string ws = tb.workspace() + "/float32";
+  const std::string config = place_on(bench, tb, f32, ws);
+  const std::string out = ws + "/resume";
+  constexpr std::int64_t epochs = 6, cut_after = 2;
+  const std::vector<std::string> flags{"--cache-mb", "0"};
+  const auto start = Clock::now();
+  Clock::time_point cut_at{};
+  double first_epoch_s = -1;
+  const TestbedRun fresh =
+      launch_on(bench, tb, ws, config, epochs, flags, out, [&](const distgraph::EpochRow& r) {
+        if (first_epoch_s < 0) first_epoch_s = since(start);
+        if (r.epoch == cut_after) {
+          tb.cut(hosts);
+          cut_at = Clock::now();
+        }
+      });
+  if (cut_at == Clock::time_point{} || fresh.status == 0)
+    throw std::runtime_error(Testbed::failure("the run to interrupt", fresh.tail));
+  const double detect_s = since(cut_at);
+  tb.heal(hosts);
+  for (int h = 1; h <= hosts; ++h)
+    if (!tb.idle(h, 30))
+      throw std::runtime_error("host " + std::to_string(h) + " still runs the job 30 s after " +
+                               "the launcher gave up");
+  const double cleanup_s = since(cut_at);
+  std::vector<std::string> resume = flags;
+  resume.push_back("--resume");
+  const auto relaunch = Clock::now();
+  double restart_s = -1, total_s = -1;
+  std::int64_t resumed_epoch = -1;
+  const TestbedRun resumed =
+      launch_on(bench, tb, ws, config, epochs, resume, out, [&](const distgraph::EpochRow& r) {
+        if (restart_s >= 0) return;
+        restart_s = since(relaunch);
+        total_s = since(cut_at);
+        resumed_epoch = r.epoch;
+      });
+  if (resumed.status != 0 || restart_s < 0)
+    throw std::runtime_error(Testbed::failure("the resumed run", resumed.tail));
+  bench.rep.add(Figure{.figure = "testbed_resume_s",
+                       .value = total_s,
+                       .unit = "s",
+                       .bound = first_epoch_s,
+                       .bound_name = "fresh_start_to_first_epoch",
+                       .kind = Kind::time,
+                       .params = {{"hosts", hosts},
+                                  {"rate", "unshaped"},
+                                  {"cut_host", hosts},
+                                  {"cut_after_epoch", cut_after},
+                                  {"detect_s", detect_s},
+                                  {"cleanup_s", cleanup_s},
+                                  {"restart_s", restart_s},
+                                  {"first_resumed_epoch", resumed_epoch},
+                                  {"epochs", epochs}},
+                       .label = "cut -> launcher exits -> host idle -> --resume -> epoch"});
+}
+
 /// The shares of each figure's epoch, as a table (text mode; --json has them in params).
 void print_shares(const Bench& bench) {
   if (bench.rep.json() || bench.shares.empty()) return;
@@ -712,12 +962,34 @@ int main(int argc, char** argv) {
     figures.emplace_back(dist_name + "_traced", epoch_traced);
     figures.emplace_back("labor_input_nodes_ratio", labor_input_nodes);
   }
+  // --testbed: the figures across separate hosts, and no others.
+  if (!args.testbed.empty()) {
+    const auto hosts = split_list(args.testbed);
+    if (hosts.empty() || std::any_of(hosts.begin(), hosts.end(), [](const std::string& h) {
+          return h.find_first_not_of("0123456789") != std::string::npos || std::stoi(h) < 2 ||
+                 std::stoi(h) > 16;
+        })) {
+      std::fprintf(stderr, "bench_train: --testbed %s; expected host counts 2-16, e.g. 2,4\n",
+                   args.testbed.c_str());
+      return 2;
+    }
+    if (args.device != "cpu") {
+      std::fprintf(stderr, "bench_train: --testbed measures CPU trainers (drop --device)\n");
+      return 2;
+    }
+    if (const std::string why = Testbed::unavailable(); !why.empty()) {
+      std::fprintf(stderr, "bench_train: --testbed: %s\n", why.c_str());
+      return 2;
+    }
+    figures = {{"testbed_epoch", testbed_epochs}, {"testbed_resume_s", testbed_resume}};
+  }
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
                                            [&](const auto& f) { return f.first == args.figure; })) {
     std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
     return 2;
   }
-  if ((args.figure.empty() || args.figure.rfind(dist_name, 0) == 0) && !fs::exists(args.cli)) {
+  if ((args.figure.empty() || args.figure.rfind(dist_name, 0) == 0 || !args.testbed.empty()) &&
+      !fs::exists(args.cli)) {
     std::fprintf(stderr, "bench_train: no distgraph program at %s (give --cli PATH)\n",
                  args.cli.c_str());
     return 2;
@@ -730,12 +1002,16 @@ int main(int argc, char** argv) {
   bench.dataset_dir = tmp.path / data.name;
   distgraph::write_dataset(bench.dataset_dir, data);
   const double build_s = clock.seconds();
-  bench.rep.note("partitioning in 2 (METIS) ...");
+  bench.data = &data;
   clock.reset();
-  distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition",
-                               {.method = distgraph::PartMethod::metis, .seed = 0});
-  bench.config = tmp.path / "partition" / (data.name + ".json");
-  if (args.variants != 0 && (args.figure.empty() || args.figure == dist_name)) {
+  if (args.testbed.empty()) {
+    bench.rep.note("partitioning in 2 (METIS) ...");
+    distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition",
+                                 {.method = distgraph::PartMethod::metis, .seed = 0});
+    bench.config = tmp.path / "partition" / (data.name + ".json");
+  }
+  if (args.testbed.empty() && args.variants != 0 &&
+      (args.figure.empty() || args.figure == dist_name)) {
     distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition-bf16",
                                  {.method = distgraph::PartMethod::metis,
                                   .feat_dtype = distgraph::DType::bfloat16,
@@ -759,7 +1035,9 @@ int main(int argc, char** argv) {
        {"model", model_line(bench_recipe(args))},
        {"loader",
         "fanouts " + fan + ", batch " + std::to_string(batch_size) + ", 1 prefetch thread"},
-       {"partitions", "2, METIS (seed 0), made in " + std::to_string(partition_s) + " s"},
+       {"partitions", args.testbed.empty()
+                          ? "2, METIS (seed 0), made in " + std::to_string(partition_s) + " s"
+                          : "one per host (METIS, seed 0), made per host count"},
        {"epochs", "1 warm-up + " + std::to_string(args.epochs) + " timed (mean)"},
        {"bound", "forward+backward+Adam over epoch " + std::to_string(bound_epoch) +
                      "'s prebuilt batches, best of " + std::to_string(args.runs)},

@@ -5,6 +5,8 @@
 #   testbed.sh up N [--rate R] [--names address|127.0.1.1|127.0.0.1]
 #   testbed.sh exec I CMD...      run CMD on host I (1-based) in its namespaces
 #   testbed.sh cut I | heal I     unplug / replug host I's cable at the switch
+#   testbed.sh shape R|none       reshape every link of the running testbed to rate R (or unshape)
+#   testbed.sh idle I [SECONDS]   wait (default 30 s) until host I runs nothing but its sshd
 #   testbed.sh down               stop every host and remove the namespaces (also a killed run's)
 #   testbed.sh check              exit 0 when this computer can run a testbed, else say why
 #   testbed.sh env                print the testbed's paths as shell variables
@@ -68,7 +70,7 @@ down() {
     done
     ip netns del "$ns" 2>/dev/null || true
   done
-  rm -rf "$dir"/host[0-9]*
+  rm -rf "$dir"/host[0-9]* "$dir/hosts"
 }
 
 # The keys and ssh configuration every host shares (one host key: the hosts are ours).
@@ -125,6 +127,20 @@ shape() {
   burst=$((bits / 8 / 100))
   ((burst >= 65536)) || burst=65536
   ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 50ms
+}
+
+# Every link of hosts 1..n, both directions, at `rate`; "none" removes the shaping.
+shape_all() {
+  local n=$1 rate=$2 i
+  for i in $(seq 1 "$n"); do
+    if [[ $rate == none ]]; then
+      ip netns exec "$(host_ns "$i")" tc qdisc del dev eth0 root 2>/dev/null || true
+      ip netns exec "$switch_ns" tc qdisc del dev "p$i" root 2>/dev/null || true
+    else
+      shape "$(host_ns "$i")" eth0 "$rate"
+      shape "$switch_ns" "p$i" "$rate"
+    fi
+  done
 }
 
 # A tc rate ("1gbit", "2500mbit", "100mbit", "10gbit", "500kbit") in bit/s.
@@ -212,12 +228,7 @@ up() {
   ip -n "$switch_ns" link add br0 type bridge
   ip -n "$switch_ns" link set br0 up
   for i in $(seq 1 "$n"); do start_host "$i" "$n" "$names"; done
-  if [[ -n $rate ]]; then
-    for i in $(seq 1 "$n"); do
-      shape "$(host_ns "$i")" eth0 "$rate"
-      shape "$switch_ns" "p$i" "$rate"
-    done
-  fi
+  [[ -z $rate ]] || shape_all "$n" "$rate"
   wait_listening "$n"
   # A real login to every host from host 1, the way the launcher will make it.
   for i in $(seq 1 "$n"); do
@@ -242,6 +253,27 @@ case ${1:-} in
     [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1: expected a host number"
     host_pid "$2" >/dev/null
     ip -n "$switch_ns" link set "p$2" "$([[ $1 == cut ]] && echo down || echo up)"
+    ;;
+  shape)
+    [[ -n ${2:-} ]] || die "shape: expected a rate (1gbit, 2500mbit, 10gbit) or none"
+    [[ $2 == none ]] || tc_rate_bits "$2" >/dev/null
+    [[ -s $dir/hosts ]] || die "no testbed is up (no $dir/hosts); run: $0 up N"
+    shape_all "$(cat "$dir/hosts")" "$2"
+    if [[ $2 == none ]]; then echo "testbed: links unshaped"; else echo "testbed: links shaped to $2"; fi
+    ;;
+  idle)
+    [[ ${2:-} =~ ^[0-9]+$ ]] || die "idle: expected a host number, then at most how many seconds to wait"
+    [[ ${3:-30} =~ ^[0-9]+$ ]] || die "idle: '${3}' seconds; expected a whole number"
+    host_pid "$2" >/dev/null
+    for ((t = 0; t <= ${3:-30} * 10; t++)); do
+      busy=""
+      for p in $(ip netns pids "$(host_ns "$2")" 2>/dev/null); do
+        [[ $(cat "/proc/$p/comm" 2>/dev/null) == sshd ]] || busy+=" $p"
+      done
+      [[ -n $busy ]] || exit 0
+      sleep 0.1
+    done
+    die "host $2 still runs$busy after ${3:-30} s"
     ;;
   down)
     [[ $(id -u) -eq 0 ]] || die "unavailable: needs root (network namespaces, sshd on port 22)"

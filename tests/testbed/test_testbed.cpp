@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -360,6 +361,63 @@ TEST_CASE(
       "testbed: launcher's host cut: hosts 2-3 empty after %.1f s, launcher exited after %.1f s\n",
       others_s, launcher_s);
   check_clean(tb, 5s);
+}
+
+namespace {
+
+/// The pid of `distgraph serve` on host i (the server itself, not the lease above it), or -1.
+int server_pid(const Testbed& tb, int i) {
+  for (const int pid : tb.leftovers(i)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string program, command;
+    std::getline(in, program, '\0');
+    std::getline(in, command, '\0');
+    if (command == "serve") return pid;
+  }
+  return -1;
+}
+
+/// Whether `pid` runs (exists and is not a zombie waiting to be reaped).
+bool running(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a paused server (SIGSTOP): the trainer that asks it fails at its request deadline, "
+    "the launcher stops the job, nothing is left, and a later SIGCONT wakes nothing",
+    "[testbed][net][fault]") {
+  DISTGRAPH_REQUIRE_TESTBED(tb, 2);
+  const std::string config = partition_and_copy(tb, "sbm", "sbm");
+  // A 5 s request deadline instead of the default 60 s (the same path, a shorter test);
+  // no row cache, so trainer 0 reads host 2's rows from its server.
+  std::vector<std::string> program{"/usr/bin/env", "DISTGRAPH_CALL_TIMEOUT_MS=5000"};
+  for (const auto& w : endless_training(tb)) program.push_back(w);
+  program.insert(program.end(), {"--cache-mb", "0"});
+  auto job = start_training(tb, config, program);
+  const int server = server_pid(tb, 2);
+  REQUIRE(server > 0);
+  REQUIRE(::kill(server, SIGSTOP) == 0);
+  const auto paused = Clock::now();
+  // Bound: the 5 s deadline + the 5 s grace period + 1 s.
+  const auto st = job->wait(60s);
+  const double launcher_s = seconds_since(paused);
+  INFO(job->output());
+  REQUIRE(st.has_value());
+  CHECK((WIFEXITED(*st) && WEXITSTATUS(*st) == 1));
+  CHECK_THAT(job->output(), Catch::Contains("no reply within the deadline"));
+  CHECK(launcher_s < 11);
+  check_clean(tb, 5s);
+  // The stopped server was woken to handle its SIGTERM, and is gone: nothing to resume.
+  ::kill(server, SIGCONT);
+  CHECK_FALSE(running(server));
+  CHECK(tb.leftovers(2).empty());
+  std::printf("testbed: paused server: launcher exited after %.1f s, nothing left\n", launcher_s);
 }
 
 TEST_CASE(

@@ -41,7 +41,7 @@ struct InitOptions {
   /// when set).
   std::filesystem::path part_config;
   std::chrono::milliseconds connect_timeout{60'000};  ///< trainers: servers must answer by then
-  std::chrono::milliseconds call_timeout{60'000};
+  std::chrono::milliseconds call_timeout{60'000};  ///< deadline of every later request
   /// Standalone runs: where the in-process servers save tensors on request (as
   /// `distgraph serve --checkpoint-dir`).
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
@@ -281,9 +281,11 @@ BasicContext<P> initialize(const InitOptions& opts = {}) {
   InitOptions o = opts;
   // `distgraph launch --trace` asks each process it starts for its timeline.
   trace::start_trace_from_environment("distgraph process " + std::to_string(::getpid()));
-  // Tests and impatient users shorten the connect deadline without recompiling.
+  // Tests and impatient users shorten the deadlines without recompiling.
   if (const auto ms = detail::env_int("DISTGRAPH_CONNECT_TIMEOUT_MS", 1, 3'600'000))
     o.connect_timeout = std::chrono::milliseconds(*ms);
+  if (const auto ms = detail::env_int("DISTGRAPH_CALL_TIMEOUT_MS", 1, 3'600'000))
+    o.call_timeout = std::chrono::milliseconds(*ms);
   return make_context<P>(read_environment(), o);
 }
 
