@@ -15,6 +15,7 @@ packages=(
   python3-numpy
   openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
   openssh-server openssh-client rsync iproute2 util-linux  # scripts/testbed.sh: hosts in namespaces
+  strace  # tests/integration/test_durable_writes.cpp: the fsync and rename order
 )
 
 if [[ "${DISTGRAPH_SKIP_APT:-0}" == 1 ]]; then

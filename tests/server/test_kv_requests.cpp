@@ -253,3 +253,81 @@ TEST_CASE("quick_request lets only small row reads, writes and degree look-ups r
         MsgType::orig_ids, MsgType::hello, static_cast<MsgType>(999)})
     CHECK_FALSE(quick_request(t, 8));
 }
+
+TEST_CASE(
+    "a count whose count * 8 wraps is bad_request on every ID-list request, never an "
+    "internal error",
+    "[server][bad_input]") {
+  Served s;
+  REQUIRE(s.create({"feat", DType::float32, RowKind::node, s.num_nodes(), 3}).status == Status::ok);
+  // 2^61 IDs of 8 bytes is 2^64 bytes: 0 after wrapping, the size of an empty part.
+  const std::int64_t wraps = std::int64_t{1} << 61;
+  const std::span<const std::byte> empty;
+  const std::vector<std::pair<MsgType, std::vector<std::byte>>> requests = {
+      {MsgType::pull, RowsRequest{"feat", RowKind::node, wraps}.encode()},
+      {MsgType::degrees, DegreesRequest{DegreeKind::in, wraps}.encode()},
+      {MsgType::degrees, DegreesRequest{DegreeKind::out, wraps}.encode()},
+      {MsgType::find_edges, FindEdgesRequest{wraps}.encode()},
+      {MsgType::orig_ids, OrigIdsRequest{RowKind::node, wraps}.encode()},
+      {MsgType::sample_neighbors,
+       SampleRequest{.fanout = 5, .sampler = {"uniform", {}}, .count = wraps}.encode()},
+  };
+  for (const auto& [type, head] : requests) {
+    INFO(msg_type_name(type));
+    const Reply r = s.handle(type, head, {empty});
+    CHECK(r.status == Status::bad_request);
+    CHECK_THAT(r.text(), Catch::Contains("2305843009213693952"));
+  }
+  CHECK(s.handle(MsgType::push, RowsRequest{"feat", RowKind::node, wraps}.encode(), {empty, empty})
+            .status == Status::bad_request);
+  // Still serving.
+  CHECK(s.row("feat", s.owned.front(), 3).size() == 3);
+}
+
+TEST_CASE(
+    "a request whose reply would pass the frame limit is refused with frame_too_large before "
+    "the server builds it: a pull of repeated IDs, a sample with a huge fanout",
+    "[server][bad_input]") {
+  Served s;
+  // 4 KiB rows; a 1 MiB reply limit, so 300 rows (2.4 KB of request) ask for 1.2 MiB.
+  REQUIRE(s.create({"wide", DType::float32, RowKind::node, s.num_nodes(), 1024}).status ==
+          Status::ok);
+  s.server->kv().set_max_reply_bytes(std::uint64_t{1} << 20);
+  const std::vector<std::int64_t> repeated(300, s.owned.front());
+  const Reply pull = s.handle(MsgType::pull, RowsRequest{"wide", RowKind::node, 300}.encode(),
+                              {std::as_bytes(std::span(repeated))});
+  CHECK(pull.status == Status::frame_too_large);
+  CHECK_THAT(pull.text(), Catch::Contains("pull 'wide' of 300 rows: reply refused before "
+                                          "building it: frame of 1228800 bytes; the limit is "
+                                          "1048576 bytes"));
+  // Just under the limit is served.
+  const Reply fits = s.handle(MsgType::pull, RowsRequest{"wide", RowKind::node, 256}.encode(),
+                              {std::as_bytes(std::span(repeated).first(256))});
+  REQUIRE(fits.status == Status::ok);
+  CHECK(fits.body.parts.at(0).size() == 256u * 4096u);
+  // With replacement, one seed and fanout 2^24 would be 16.8M picks, 402 MB: refused at
+  // the default limit (256 MiB) without sampling.
+  s.server->kv().set_max_reply_bytes(default_max_frame_bytes);
+  std::int64_t seed = -1;
+  for (const std::int64_t v : s.owned)
+    if (!s.server->in_degrees(std::span(&v, 1)).empty() &&
+        s.server->in_degrees(std::span(&v, 1))[0] > 0) {
+      seed = v;
+      break;
+    }
+  REQUIRE(seed >= 0);
+  const std::int64_t seeds[1] = {seed};
+  const auto sample = [&](std::int64_t fanout) {
+    return s.handle(MsgType::sample_neighbors,
+                    SampleRequest{.fanout = fanout, .sampler = {"uniform_replace", {}}, .count = 1}
+                        .encode(),
+                    {std::as_bytes(std::span(seeds))});
+  };
+  const Reply huge = sample(std::int64_t{1} << 24);
+  CHECK(huge.status == Status::frame_too_large);
+  CHECK_THAT(huge.text(), Catch::Contains("at most 16777216 picks") &&
+                              Catch::Contains("frame of 402653184 bytes"));
+  const Reply small = sample(1000);
+  REQUIRE(small.status == Status::ok);
+  CHECK(small.body.parts.at(0).size() == 1000u * 8u);
+}

@@ -16,7 +16,7 @@
 
 #include "cli.hpp"
 #include "distgraph/core/timer.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/train/layerwise_inference.hpp"
 #include "distgraph/train/node_model.hpp"
@@ -113,7 +113,7 @@ nlohmann::json infer_on(Graph g, NodeModel& model, const Outputs& want,
   j["seconds"] = clock.seconds();
   j["layer_s"] = r.layer_s;
   const std::string text = j.dump(2) + "\n";
-  distgraph::detail::write_file_atomically(out / "infer.json", {std::as_bytes(std::span(text))});
+  distgraph::write_file_durably(out / "infer.json", {std::as_bytes(std::span(text))});
   return j;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "distgraph/core/dtype.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/npy.hpp"
 
@@ -66,9 +67,7 @@ class NpyRowFile {
   void publish() {
     if (::msync(data_, size_, MS_SYNC) != 0 || ::fsync(fd_) != 0) fail("cannot write");
     release();
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) throw IoError(path_.string(), "cannot publish: " + ec.message());
+    publish_file(tmp_, path_);
     published_ = true;
   }
 

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 
 namespace distgraph {
@@ -257,7 +258,7 @@ inline void publish(const std::string& file, const std::string& text) {
   if (f == nullptr) throw IoError(tmp, "cannot write the trace");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) throw IoError(tmp, "cannot write the trace");
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) throw IoError(file, "cannot publish the trace");
+  publish_file(tmp, file);
 }
 
 /// The lines of `path`, without their line ends.

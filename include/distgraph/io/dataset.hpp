@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "distgraph/core/buffer.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/parallel.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
@@ -372,7 +373,7 @@ inline void write_dataset(const std::filesystem::path& dir, const Dataset& ds) {
   else
     meta["split"] = split;
   const std::string text = meta.dump(2) + "\n";
-  detail::write_file_atomically(dir / "meta.json", {std::as_bytes(std::span(text))});
+  write_file_durably(dir / "meta.json", {std::as_bytes(std::span(text))});
 }
 
 }  // namespace distgraph

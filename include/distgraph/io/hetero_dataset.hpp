@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "distgraph/core/buffer.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/ids.hpp"
 #include "distgraph/graph/type_map.hpp"
@@ -605,7 +606,7 @@ inline void write_hetero_dataset(const HeteroDataset& d, const std::filesystem::
       if (!meta.contains(k) && k != "files" && k != "split" && k != "target_ntype") meta[k] = OJ(v);
   meta["files"] = files;
   const std::string text = meta.dump(2) + "\n";
-  detail::write_file_atomically(dir / "meta.json", {std::as_bytes(std::span(text))});
+  write_file_durably(dir / "meta.json", {std::as_bytes(std::span(text))});
 }
 
 }  // namespace distgraph

@@ -21,6 +21,7 @@
 
 #include "distgraph/core/buffer.hpp"
 #include "distgraph/core/dtype.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/half.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
@@ -640,7 +641,7 @@ inline void write_npy(const std::filesystem::path& path, DType dtype,
                       std::span<const std::int64_t> shape, const void* data) {
   const std::string header = npy_header_bytes(dtype, shape, path.string());
   const auto n = static_cast<std::size_t>(*detail::checked_num_elements(shape, dtype_size(dtype)));
-  detail::write_file_atomically(
+  write_file_durably(
       path, {std::as_bytes(std::span(header)),
              std::span(static_cast<const std::byte*>(data), n * dtype_size(dtype))});
 }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 
 namespace distgraph {
@@ -156,7 +157,23 @@ inline std::vector<std::string> type_names(const nlohmann::json& j, const std::f
 /// Throws IoError (missing/unreadable) or FormatError naming the file and the key.
 inline PartitionConfig read_partition_config(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) throw IoError(path.string(), "cannot open partition config");
+  if (!in) {
+    // partition_graph removes the config first and writes it last: a run that was
+    // interrupted leaves its part folders or its staging folder without one.
+    const std::string stem = path.stem().string();
+    const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(dir, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      const std::string entry = it->path().filename().string();
+      if (entry == "part0" || entry.rfind(".staging-" + stem + "-", 0) == 0)
+        throw IoError(path.string(),
+                      "incomplete partition: " + dir.string() + " holds " + entry +
+                          " but not this config, which partitioning writes last (it was "
+                          "interrupted; partition again)");
+    }
+    throw IoError(path.string(), "cannot open partition config");
+  }
   nlohmann::json j;
   try {
     in >> j;
@@ -271,16 +288,8 @@ inline void write_partition_config(const PartitionConfig& c) {
     dg[key] = m;
   }
   j["distgraph"] = dg;
-  const auto tmp = c.path.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    out.flush();
-    if (!out) throw IoError(tmp, "cannot write partition config");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, c.path, ec);
-  if (ec) throw IoError(c.path.string(), "cannot rename config into place: " + ec.message());
+  // Durably: it is the "complete" marker, so it must not reach the disk before the parts.
+  write_file_durably(c.path, j.dump(2) + "\n");
 }
 
 }  // namespace distgraph

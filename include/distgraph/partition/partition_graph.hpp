@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/half.hpp"
 #include "distgraph/core/parallel.hpp"
@@ -25,7 +26,6 @@
 #include "distgraph/core/tensor.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/graph/graph.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/partition/metis.hpp"
 #include "distgraph/partition/partition_config.hpp"
@@ -209,13 +209,9 @@ class NpyStream {
     if (remaining_ != 0)
       throw IoError(path_.string(), std::to_string(remaining_) +
                                         " bytes short of the shape in its header; not published");
-    if (::fsync(fd_.get()) != 0)
-      throw IoError(path_.string(), errno_message("cannot fsync", errno));
     if (const int err = fd_.close(); err != 0)
       throw IoError(path_.string(), errno_message("cannot close", err));
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw IoError(path_.string(),
-                    errno_message("cannot rename temporary file into place", errno));
+    publish_file(tmp_, path_);
     finished_ = true;
   }
 
@@ -468,8 +464,16 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw IoError(out_dir.string(), "cannot create output folder: " + ec.message());
-  fs::remove(config_path, ec);  // a stale config must not describe the new, partial files
-  const fs::path staging = out_dir / (".staging-" + name + "-" + std::to_string(::getpid()));
+  // A stale config must not describe the new, partial files, also after a crash.
+  if (fs::remove(config_path, ec)) sync_folder(out_dir);
+  // Staging folders of this name that interrupted runs left (a SIGKILL runs no cleanup).
+  const std::string staging_prefix = ".staging-" + name + "-";
+  std::vector<fs::path> stale;
+  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    if (it->path().filename().string().rfind(staging_prefix, 0) == 0) stale.push_back(it->path());
+  for (const auto& dir : stale) fs::remove_all(dir, ec);
+  const fs::path staging = out_dir / (staging_prefix + std::to_string(::getpid()));
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   if (ec) throw IoError(staging.string(), "cannot create staging folder: " + ec.message());
@@ -738,6 +742,8 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     publish("node_map.npy");
     publish("edge_map.npy");
   }
+  // The moves on disk before the config that says the partition is complete.
+  sync_folder(out_dir);
   write_partition_config(c);
   progress.end();
   result.stages.assign(progress.stages().begin() + static_cast<std::ptrdiff_t>(first_stage),

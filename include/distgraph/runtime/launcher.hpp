@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "distgraph/core/deadline.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/detail/output_pump.hpp"
@@ -784,15 +785,11 @@ class LaunchRun {
            "}";
     }
     s += "]}\n";
-    const std::filesystem::path tmp = o_.report.string() + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    const bool ok = f != nullptr && std::fwrite(s.data(), 1, s.size(), f) == s.size();
-    if (f != nullptr && std::fclose(f) == 0 && ok) {
-      std::error_code ec;
-      std::filesystem::rename(tmp, o_.report, ec);
-      if (!ec) return;
+    try {
+      write_file_durably(o_.report, s);
+    } catch (const IoError& e) {
+      say(std::string("could not write the process report: ") + e.what());
     }
-    say("could not write the process report " + o_.report.string());
   }
 
   void restore() {

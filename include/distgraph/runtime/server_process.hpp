@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "distgraph/core/deadline.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_config.hpp"
@@ -171,12 +172,12 @@ class BasicServerProcess {
         static_cast<unsigned>(std::max(options_.num_trainers, 1));
     ao.log = options_.log;
     ao.run_inline = quick_request;
+    // Requests whose replies the transport would refuse are refused before their work.
+    server_->kv().set_max_reply_bytes(ao.max_frame_bytes);
     asio_ = std::make_unique<AsioServer>(server_->handler(), ao);
     asio_->start();
     if (SharedStorage<storage_type> && main) {
-      const auto marker = storage_ready_marker(dir_);
-      std::ofstream(dir_ / "READY.tmp") << ::getpid() << "\n";
-      std::filesystem::rename(dir_ / "READY.tmp", marker);
+      write_file_durably(storage_ready_marker(dir_), std::to_string(::getpid()) + "\n");
     }
   }
   BasicServerProcess(const BasicServerProcess&) = delete;

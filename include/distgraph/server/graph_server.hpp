@@ -99,8 +99,7 @@ class BasicGraphServer {
 
   /// In-degrees of owned nodes `global_ids` (IdOutOfRange for others).
   std::vector<std::int64_t> in_degrees(std::span<const std::int64_t> global_ids) const {
-    std::vector<std::int64_t> local(global_ids.size());
-    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::node, global_ids, local);
+    std::vector<std::int64_t> local = owned_nodes(global_ids);
     for (auto& v : local) v = part_->graph.degree(v);
     return local;
   }
@@ -110,13 +109,7 @@ class BasicGraphServer {
   /// parameters.
   Frontier sample(std::span<const std::int64_t> global_ids, std::int64_t fanout,
                   const SampleKey& key, const SamplerSpec& spec) {
-    std::vector<std::int64_t> local(global_ids.size());
-    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::node, global_ids, local);
-    SampleOptions opts;
-    opts.num_threads = 1;  // the server runs many requests at once
-    return sampler_set::visit(spec, site_, [&](const auto& sampler) {
-      return sample_neighbors_local(site_.view(), local, fanout, key, sampler, opts);
-    });
+    return sample_owned(owned_nodes(global_ids), fanout, key, spec);
   }
 
   /// This partition's share of the out-degrees of any nodes: the edges it owns whose
@@ -156,6 +149,21 @@ class BasicGraphServer {
       if (part_->inner_edge[e]) ++out_share_[static_cast<std::size_t>(sources[e])];
   }
 
+  /// Owned nodes' local IDs (IdOutOfRange for others).
+  std::vector<std::int64_t> owned_nodes(std::span<const std::int64_t> global_ids) const {
+    std::vector<std::int64_t> local(global_ids.size());
+    detail::global_to_owned(kv_.book(), kv_.part_id(), RowKind::node, global_ids, local);
+    return local;
+  }
+  Frontier sample_owned(const std::vector<std::int64_t>& local, std::int64_t fanout,
+                        const SampleKey& key, const SamplerSpec& spec) {
+    SampleOptions opts;
+    opts.num_threads = 1;  // the server runs many requests at once
+    return sampler_set::visit(spec, site_, [&](const auto& sampler) {
+      return sample_neighbors_local(site_.view(), local, fanout, key, sampler, opts);
+    });
+  }
+
   static Reply text_reply(const std::string& s) {
     std::vector<std::byte> b(s.size());
     std::memcpy(b.data(), s.data(), s.size());
@@ -181,8 +189,25 @@ class BasicGraphServer {
     const auto q = SampleRequest::decode(req.body.head);
     const auto seeds = id_part(req, q.count, "sample_neighbors");
     check_fanout(q.fanout, "sample_neighbors: fanout");
-    Frontier f = sample(seeds, q.fanout, q.key, q.sampler);
+    const auto local = owned_nodes(seeds);
+    check_sample_size(local, q.fanout);
+    Frontier f = sample_owned(local, q.fanout, q.key, q.sampler);
     return ids_reply({std::move(f.src), std::move(f.dst), std::move(f.eid)});
+  }
+
+  /// Refuses (frame_too_large) a sample whose reply could pass the reply limit, before any
+  /// sampling: every sampler picks at most `fanout` edges per seed (all of them for -1, none
+  /// for a seed without in-edges), and each pick is 24 bytes (source, destination, edge ID).
+  void check_sample_size(const std::vector<std::int64_t>& local, std::int64_t fanout) const {
+    std::uint64_t picks = 0;
+    for (const std::int64_t v : local) {
+      const auto degree = static_cast<std::uint64_t>(part_->graph.degree(v));
+      picks += degree == 0 ? 0 : fanout < 0 ? degree : static_cast<std::uint64_t>(fanout);
+    }
+    kv_.check_reply_size("sample_neighbors of " + std::to_string(local.size()) + " seeds, fanout " +
+                             std::to_string(fanout) + " (at most " + std::to_string(picks) +
+                             " picks)",
+                         picks, 3 * sizeof(std::int64_t));
   }
 
   Reply on_degrees(const Request& req) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,7 @@
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/server/tensor_checkpoint.hpp"
 #include "distgraph/storage/concepts.hpp"
+#include "distgraph/transport/frame.hpp"
 #include "distgraph/transport/message.hpp"
 
 namespace distgraph {
@@ -144,6 +146,28 @@ class KVServer {
   /// default, publishes nothing (in-process servers). Thread-safe.
   void set_job_trainers(std::int32_t n) noexcept {
     job_trainers_.store(n, std::memory_order_relaxed);
+  }
+
+  /// The largest reply this server builds (its transport's frame limit): a request whose
+  /// reply would be larger is refused with frame_too_large before any of the work, so one
+  /// request costs at most about this much memory (docs/WIRE.md, "Bounds"). Thread-safe.
+  void set_max_reply_bytes(std::uint64_t n) noexcept {
+    max_reply_bytes_.store(n, std::memory_order_relaxed);
+  }
+  std::uint64_t max_reply_bytes() const noexcept {
+    return max_reply_bytes_.load(std::memory_order_relaxed);
+  }
+  /// Throws FrameTooLarge (frame_too_large) when a reply of `items` x `item_bytes` would
+  /// pass max_reply_bytes() (or overflow).
+  void check_reply_size(const std::string& subject, std::uint64_t items,
+                        std::uint64_t item_bytes) const {
+    std::uint64_t bytes = 0;
+    const std::uint64_t limit = max_reply_bytes();
+    if (__builtin_mul_overflow(items, item_bytes, &bytes))
+      throw FrameTooLarge(subject + ": reply of " + std::to_string(items) + " x " +
+                              std::to_string(item_bytes) + " bytes (overflows) refused",
+                          std::numeric_limits<std::uint64_t>::max(), limit);
+    if (bytes > limit) throw FrameTooLarge(subject + ": reply refused before building it", bytes, limit);
   }
 
   /// Where save_tensors writes and load_tensors reads: `dir/<tag>/part-<P>/`. The
@@ -286,6 +310,9 @@ class KVServer {
                           " parts; expected 1 (row IDs)");
     TensorSpec spec;
     const auto local = local_rows(q, req.body.parts[0], "pull", spec);
+    // Repeated IDs make a small request ask for a large reply: refuse it before reading.
+    check_reply_size("pull '" + q.name + "' of " + std::to_string(local.size()) + " rows",
+                     local.size(), spec.row_bytes());
     // 8-byte aligned reply buffer: the receiver views the rows in place.
     const std::size_t bytes = local.size() * spec.row_bytes();
     auto rows = std::make_shared<std::vector<std::uint64_t>>((bytes + 7) / 8);
@@ -343,7 +370,11 @@ class KVServer {
           "embedding '" + q.name + "'",
           "dtype " + std::string(dtype_name(spec.dtype)) + "; sparse optimizers need float32");
     const auto cols = static_cast<std::size_t>(spec.cols);
-    const auto grads = part_as<float>(req.body.parts[1], q.count * spec.cols, "sparse_step");
+    std::int64_t values = 0;
+    if (__builtin_mul_overflow(q.count, spec.cols, &values))
+      throw ProtocolError("sparse_step: " + std::to_string(q.count) + " rows x " +
+                          std::to_string(spec.cols) + " columns overflows");
+    const auto grads = part_as<float>(req.body.parts[1], values, "sparse_step");
     const bool adam = q.params.kind == OptimizerKind::adam;
     if (!adam && q.params.kind != OptimizerKind::adagrad)
       throw ProtocolError("sparse_step: unknown optimizer kind");
@@ -515,6 +546,7 @@ class KVServer {
   bool shutdown_ = false;
   std::map<std::string, BarrierState> barriers_;
   std::atomic<std::int32_t> job_trainers_{0};  ///< see set_job_trainers
+  std::atomic<std::uint64_t> max_reply_bytes_{default_max_frame_bytes};  ///< see set_max_reply_bytes
   std::mutex create_mu_;
   std::array<std::mutex, 256> row_mu_;
   std::mutex checkpoint_mu_;

@@ -376,6 +376,7 @@ inline Reply error_reply(const std::exception& e, MsgType type) {
   if (dynamic_cast<const std::bad_alloc*>(&e))
     return Reply::error(Status::internal_error, msg_type_name(type) + ": out of memory");
   if (dynamic_cast<const PartitionError*>(&e)) return Reply::error(Status::bad_request, e.what());
+  if (dynamic_cast<const FrameTooLarge*>(&e)) return Reply::error(Status::frame_too_large, e.what());
   if (dynamic_cast<const ProtocolError*>(&e)) return Reply::error(Status::bad_request, e.what());
   if (dynamic_cast<const IdOutOfRange*>(&e)) return Reply::error(Status::out_of_range, e.what());
   if (dynamic_cast<const NotFound*>(&e)) return Reply::error(Status::not_found, e.what());
@@ -415,7 +416,9 @@ inline std::vector<TensorSpec> decode_specs(std::span<const std::byte> head) {
 template <class T>
 std::span<const T> part_as(std::span<const std::byte> part, std::int64_t count,
                            const std::string& subject) {
-  if (count < 0 || part.size() != static_cast<std::size_t>(count) * sizeof(T))
+  // The division first: a count whose count * sizeof(T) wraps must not match a short part.
+  if (count < 0 || static_cast<std::uint64_t>(count) > part.size() / sizeof(T) ||
+      part.size() != static_cast<std::size_t>(count) * sizeof(T))
     throw ProtocolError(subject + ": part of " + std::to_string(part.size()) + " bytes; expected " +
                         std::to_string(count) + " x " + std::to_string(sizeof(T)));
   if (reinterpret_cast<std::uintptr_t>(part.data()) % alignof(T) != 0)

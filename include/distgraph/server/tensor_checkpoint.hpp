@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "distgraph/core/dtype.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
@@ -125,13 +126,14 @@ class TensorCheckpoint {
                              {"owner", owner_.to_json()},
                              {"tensors", tensors}};
       const std::string text = meta.dump(2) + "\n";
-      detail::write_file_atomically(staging / "meta.json", {std::as_bytes(std::span(text))});
+      write_file_durably(staging / "meta.json", {std::as_bytes(std::span(text))});
       // Swap the complete folder in; an earlier save of this tag goes only afterwards.
       const auto old = dir.parent_path() /
                        (".old-" + dir.filename().string() + "-" + std::to_string(::getpid()));
       std::filesystem::remove_all(old);
       if (std::filesystem::exists(dir)) std::filesystem::rename(dir, old);
       std::filesystem::rename(staging, dir);
+      sync_folder(dir.parent_path());
       std::filesystem::remove_all(old);
     } catch (const std::filesystem::filesystem_error& e) {
       std::error_code ec;

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/storage/detail/row_locks.hpp"
@@ -309,8 +309,7 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
       detail::write_all(fd.get(), bytes, target);
       if (const int err = fd.close(); err != 0)
         throw IoError(target, detail::errno_message("cannot close", err));
-      if (::rename(tmp.c_str(), target.c_str()) != 0)
-        throw IoError(target, detail::errno_message("cannot rename into place", errno));
+      publish_file(tmp, target);
     } catch (...) {
       fd.close();
       ::unlink(tmp.c_str());

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 
 namespace distgraph {
@@ -118,19 +119,19 @@ class CheckpointReader {
   nlohmann::json meta_;
 };
 
-/// Writes `bytes` to `path` atomically (a temporary file renamed over it), so a run killed
-/// mid-write leaves the previous checkpoint intact.
+/// Writes `bytes` to `path` durably (core/durable_file.hpp), so a run killed mid-write, or
+/// a machine that loses power, leaves the previous checkpoint or the new one, whole.
+/// One writer per run folder (rank 0): the temporary files a killed run left beside it
+/// (as large as the checkpoint) are removed first.
 inline void write_checkpoint_file(const std::filesystem::path& path, const std::string& bytes) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp, "cannot write");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw IoError(tmp, "write failed");
-  }
+  const std::string leftover = path.filename().string() + ".tmp";
+  std::vector<std::filesystem::path> stale;
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError(path.string(), "cannot publish: " + ec.message());
+  for (auto it = std::filesystem::directory_iterator(path.parent_path().empty() ? "." : path.parent_path(), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().rfind(leftover, 0) == 0) stale.push_back(it->path());
+  for (const auto& f : stale) std::filesystem::remove(f, ec);
+  write_file_durably(path, bytes);
 }
 
 /// The bytes of the checkpoint file at `path`. Throws CheckpointError when it is missing.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 
 namespace distgraph {
@@ -59,16 +60,7 @@ inline constexpr const char* metrics_csv_header_v2 =
 
 namespace detail {
 inline void publish_text(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp, "cannot write");
-    out << text;
-    if (!out.flush()) throw IoError(tmp, "write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError(path.string(), "cannot publish: " + ec.message());
+  write_file_durably(path, text);
 }
 }  // namespace detail
 
