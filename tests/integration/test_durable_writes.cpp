@@ -47,10 +47,10 @@ std::string folder_of(const std::string& p) { return fs::path(p).parent_path().s
 
 /// The successful renames in an `strace -f -y` log, each with its fsyncs checked.
 std::vector<Publish> publishes(const fs::path& log) {
-  static const std::regex sync_re(R"(^(\d+)\s+f(?:data)?sync\(\d+<([^>]*)>)");
+  static const std::regex sync_re(R"re(^(\d+)\s+f(?:data)?sync\(\d+<([^>]*)>)re");
   static const std::regex rename_re(
-      R"(^(\d+)\s+rename(?:at2?)?\((?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)", (?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)")");
-  static const std::regex resumed_re(R"(^(\d+)\s+<\.\.\. rename(?:at2?)? resumed>.*= 0\s*$)");
+      R"re(^(\d+)\s+rename(?:at2?)?\((?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)", (?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)")re");
+  static const std::regex resumed_re(R"re(^(\d+)\s+<\.\.\. rename(?:at2?)? resumed>.*= 0\s*$)re");
   std::ifstream in(log);
   std::vector<Publish> out;
   std::map<std::string, std::set<std::string>> synced;  // pid -> paths fsynced so far
@@ -144,7 +144,7 @@ TEST_CASE(
         seen.insert("(a shared-memory tensor)");
     }
   }
-  for (const std::string name :
+  for (const std::string& name :
        {config.filename().string(), std::string("part0"), std::string("metrics.csv"),
         std::string("checkpoint.pt"), std::string("result.json"), std::string("trace.json"),
         std::string("READY"), std::string("(a shared-memory tensor)"), std::string("report.json"),
@@ -181,8 +181,10 @@ TEST_CASE(
     job.signal(SIGKILL);
     REQUIRE(job.wait(30s).has_value());
     try {
-      for (int p = 0; p < 2; ++p)
-        CHECK(distgraph::load_partition(config, p).num_inner_nodes == reference[p]);
+      for (int p = 0; p < 2; ++p) {
+        const std::int64_t owned = distgraph::load_partition(config, p).num_inner_nodes;
+        CHECK(owned == reference[p]);
+      }
       ++complete;
     } catch (const distgraph::IoError& e) {
       INFO("kill " << i << ": " << e.what());

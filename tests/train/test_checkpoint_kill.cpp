@@ -4,6 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -37,6 +40,15 @@ TEST_CASE(
     REQUIRE(::pipe(ready) == 0);
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
+    // Whatever ends this iteration (a failed REQUIRE included), the writer does not outlive it.
+    struct Reaper {
+      pid_t pid;
+      ~Reaper() {
+        if (pid <= 0) return;
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    } reaper{pid};
     if (pid == 0) {
       // The writer: the two versions in turn until it is killed. No torch here (its thread
       // pools do not survive a fork); only the writer under test.
@@ -58,6 +70,7 @@ TEST_CASE(
     REQUIRE(::kill(pid, SIGKILL) == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
+    reaper.pid = 0;
     INFO("kill " << i);
     CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));  // not a writer error
     const std::string bytes = distgraph::read_checkpoint_file(path);
