@@ -331,3 +331,48 @@ TEST_CASE(
   REQUIRE(small.status == Status::ok);
   CHECK(small.body.parts.at(0).size() == 1000u * 8u);
 }
+
+TEST_CASE(
+    "a weighted sampler follows pushed probabilities: the site rebuilds what it derived "
+    "from edge data once the data's write generation moves",
+    "[server][sampling]") {
+  Served s;
+  const auto& book = *s.server->partition().book.get_if<RangePartitionBook>();
+  const auto edges = book.owned_edges(PartId{0});
+  REQUIRE(edges.size() > 10);
+  const std::string stored = edge_data_name("p");
+  REQUIRE(s.create({stored, DType::float32, RowKind::edge,
+                    s.server->kv().book().num_edges(), 1})
+              .status == Status::ok);
+  // Probability 1 on the edges whose global ID has parity `parity`, 0 on the others.
+  const auto push_parity = [&](std::int64_t parity) {
+    std::vector<float> p(edges.size());
+    for (std::size_t i = 0; i < edges.size(); ++i) p[i] = edges[i] % 2 == parity ? 1.0f : 0.0f;
+    const Reply r =
+        s.handle(MsgType::push,
+                 RowsRequest{stored, RowKind::edge, static_cast<std::int64_t>(edges.size())}.encode(),
+                 {std::as_bytes(std::span(edges)), std::as_bytes(std::span(p))});
+    REQUIRE(r.status == Status::ok);
+  };
+  // Every owned node as a seed; all the picks' edge IDs.
+  const std::vector<std::int64_t> seeds = s.owned;
+  const auto picked = [&] {
+    const Reply r = s.handle(MsgType::sample_neighbors,
+                             SampleRequest{.fanout = 3,
+                                           .sampler = WeightedSampler::spec("p"),
+                                           .count = static_cast<std::int64_t>(seeds.size())}
+                                 .encode(),
+                             {std::as_bytes(std::span(seeds))});
+    REQUIRE(r.status == Status::ok);
+    const auto p = r.body.parts.at(2);
+    const auto* e = reinterpret_cast<const std::int64_t*>(p.data());
+    return std::vector<std::int64_t>(e, e + p.size() / 8);
+  };
+  for (const std::int64_t parity : {0, 1, 0}) {
+    INFO("probability 1 on edges of parity " << parity);
+    push_parity(parity);
+    const auto eids = picked();
+    REQUIRE_FALSE(eids.empty());
+    for (const std::int64_t e : eids) CHECK(e % 2 == parity);
+  }
+}

@@ -35,7 +35,10 @@ class SamplerSite {
   virtual std::int32_t num_edge_types() const = 0;
   /// The object cached under `key` at this site, made by `make` on first use (once, even
   /// with concurrent callers). For what a sampler derives from the partition, e.g. a
-  /// weighted sampler's checked probabilities: a later write to the source is not seen.
+  /// weighted sampler's checked probabilities. Made again when edge data that `make` read
+  /// through edge_values_by_position has been written since, at sites whose storage keeps
+  /// write generations (VersionedStorage: every built-in storage), so a sampler never
+  /// picks by probabilities older than the last completed push.
   virtual std::shared_ptr<const void> cached(
       const std::string& key, const std::function<std::shared_ptr<const void>()>& make) = 0;
 };

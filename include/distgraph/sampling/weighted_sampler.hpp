@@ -52,7 +52,7 @@ class WeightedSampler {
     return SamplerSpec{std::string(wire_name), w.take()};
   }
   /// Rebuilt where the partition lives, from its copy of edge data `prob` (cached per site
-  /// and options: a later push to the tensor is not seen). Throws ProtocolError for
+  /// and options, and rebuilt after a push to the tensor: SamplerSite::cached). Throws ProtocolError for
   /// malformed parameters, NotFound / DTypeError for a missing or non-float32 tensor.
   static WeightedSampler at_site(HeadReader& params, SamplerSite& site) {
     const std::string prob = params.get_string(256);

@@ -66,6 +66,7 @@ class PartitionSite final : public SamplerSite {
       throw InvalidArgument("edge data '" + name + "': partition " + std::to_string(part_.part_id) +
                             " is sampled without its storage; ask its server instead");
     const std::string stored = edge_data_name(name);
+    note_read(stored);  // before reading: a write that races the read moves it again
     const TensorSpec ts = storage_->spec(stored);
     if (ts.dtype != DType::float32 || ts.cols != 1)
       throw DTypeError("edge data '" + name + "'", "dtype " + std::string(dtype_name(ts.dtype)) +
@@ -83,15 +84,57 @@ class PartitionSite final : public SamplerSite {
     return Buffer<float>(std::move(by_pos));
   }
 
+  /// Made again when edge data it read through edge_values_by_position has been written
+  /// since (a push of new probabilities, by anyone sharing the storage), where the storage
+  /// keeps write generations (VersionedStorage); else made once.
   std::shared_ptr<const void> cached(
       const std::string& key, const std::function<std::shared_ptr<const void>()>& make) override {
     std::lock_guard lock(mu_);
-    auto& slot = cache_[key];
-    if (!slot) slot = make();
-    return slot;
+    Entry& e = cache_[key];
+    if (e.value && unchanged(e.reads)) return e.value;
+    Recording rec{this, {}};
+    Recording* const outer = std::exchange(recording(), &rec);
+    struct Restore {
+      Recording* outer;
+      ~Restore() { recording() = outer; }
+    } restore{outer};
+    auto value = make();
+    e.value = std::move(value);
+    e.reads = std::move(rec.reads);
+    return e.value;
   }
 
  private:
+  /// The edge data a cached entry was made from, each with its generation then.
+  using Reads = std::vector<std::pair<std::string, std::uint64_t>>;
+  struct Entry {
+    std::shared_ptr<const void> value;
+    Reads reads;
+  };
+  /// What the cached() call running on this thread has read, and at which site.
+  struct Recording {
+    const PartitionSite* site;
+    Reads reads;
+  };
+  static Recording*& recording() {
+    thread_local Recording* current = nullptr;
+    return current;
+  }
+  void note_read(const std::string& stored) const {
+    if constexpr (VersionedStorage<S>) {
+      Recording* rec = recording();
+      if (rec != nullptr && rec->site == this)
+        rec->reads.emplace_back(stored, storage_->generation(stored));
+    }
+  }
+  bool unchanged(const Reads& reads) const {
+    if constexpr (VersionedStorage<S>) {
+      for (const auto& [name, generation] : reads)
+        if (storage_->generation(name) != generation) return false;
+    }
+    return true;
+  }
+
   /// edge_positions(), computed.
   std::vector<std::int64_t> owned_edge_positions() const {
     // Position in the CSC of each owned edge, by its local (book) edge ID, mapped a chunk
@@ -135,7 +178,7 @@ class PartitionSite final : public SamplerSite {
   mutable std::vector<std::int64_t> edge_pos_;
   std::vector<std::int32_t> edge_types_;  ///< by CSC position; empty for one edge type
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const void>> cache_;
+  std::map<std::string, Entry> cache_;
 };
 
 }  // namespace distgraph

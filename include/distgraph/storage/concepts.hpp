@@ -64,6 +64,16 @@ concept Storage = requires {
   s.add_rows(name, rows, in);
 };
 
+/// A Storage that says when a tensor may have changed: `generation(name)` changes after
+/// every write, add, create and remove of `name`, by any writer sharing the storage (it may
+/// also change when nothing did). Whatever is derived from a tensor (a sampler's
+/// probabilities at a site) is rebuilt when its generation moves. Optional: without it,
+/// such derived data is made once and never refreshed (docs/concepts/Storage.md).
+template <class S>
+concept VersionedStorage = Storage<S> && requires(const S& cs, std::string_view name) {
+  { cs.generation(name) } -> std::same_as<std::uint64_t>;
+};
+
 /// A Storage that can also read rows straight into scattered row slots of an output
 /// buffer (`read_rows_at(name, rows, at, out)`: row rows[i] into slot at[i]), which saves a
 /// client the second copy when it reassembles rows of several owners in request order.

@@ -64,6 +64,7 @@ class InMemoryStorage : public detail::StorageCalls<InMemoryStorage> {
     const auto it = state_->tensors.find(name);
     if (it == state_->tensors.end()) return false;
     state_->tensors.erase(it);
+    state_->generations.bump(detail::stripe_salt(name));
     return true;
   }
 
@@ -83,9 +84,12 @@ class InMemoryStorage : public detail::StorageCalls<InMemoryStorage> {
     // One table for all tensors; each tensor's salt offsets its rows in it.
     alignas(64) std::uint64_t counters[detail::row_lock_stripes] = {};
     detail::RowLockTable locks{counters};
+    alignas(64) std::uint64_t generation_words[detail::generation_stripes] = {};
+    detail::GenerationTable generations{generation_words};
   };
 
   const detail::RowLockTable& row_locks() const noexcept { return state_->locks; }
+  const detail::GenerationTable& generations() const noexcept { return state_->generations; }
 
   /// The tensor `name`, kept alive for the caller. Throws NotFound.
   std::shared_ptr<const Tensor> find(std::string_view name) const {
@@ -127,5 +131,6 @@ class InMemoryStorage : public detail::StorageCalls<InMemoryStorage> {
 };
 
 static_assert(Storage<InMemoryStorage>);
+static_assert(VersionedStorage<InMemoryStorage>);
 
 }  // namespace distgraph

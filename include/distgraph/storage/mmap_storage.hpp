@@ -125,7 +125,10 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
     const bool removed = ::unlink(file.c_str()) == 0;
     if (!removed && errno != ENOENT)
       throw IoError(file, detail::errno_message("cannot unlink", errno));
-    if (removed) epoch().fetch_add(1, std::memory_order_acq_rel);
+    if (removed) {
+      epoch().fetch_add(1, std::memory_order_acq_rel);
+      state_->generations.bump(detail::stripe_salt(name));
+    }
     std::unique_lock cache_lock(state_->mutex);
     if (const auto it = state_->cache.find(name); it != state_->cache.end())
       state_->cache.erase(it);
@@ -149,6 +152,7 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
     MmapStorageOptions options;
     detail::SharedMapping lock_mapping;
     detail::RowLockTable locks;
+    detail::GenerationTable generations;
     mutable std::shared_mutex mutex;
     // Guarded by `mutex`: the tensors mapped so far and the removal count they reflect.
     mutable std::map<std::string, std::shared_ptr<const Mapped>, std::less<>> cache;
@@ -180,6 +184,8 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
         detail::SharedMapping(fd.get(), detail::lock_file_bytes, state_->lock_path);
     state_->locks = detail::RowLockTable(reinterpret_cast<std::uint64_t*>(
         state_->lock_mapping.data() + sizeof(detail::LockFileHeader)));
+    state_->generations = detail::GenerationTable(reinterpret_cast<std::uint64_t*>(
+        state_->lock_mapping.data() + detail::lock_file_generations_offset));
     state_->seen_epoch = epoch().load(std::memory_order_acquire);
     // Map and check every tensor now, so a corrupt file fails here, naming itself.
     list();
@@ -195,6 +201,7 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
   }
 
   const detail::RowLockTable& row_locks() const noexcept { return state_->locks; }
+  const detail::GenerationTable& generations() const noexcept { return state_->generations; }
 
   /// The tensor `name`, kept mapped for the caller. Throws NotFound.
   std::shared_ptr<const Mapped> find(std::string_view name) const {

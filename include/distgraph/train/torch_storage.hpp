@@ -90,6 +90,7 @@ class TorchStorage : public detail::StorageCalls<TorchStorage> {
     const auto it = state_->tensors.find(name);
     if (it == state_->tensors.end()) return false;
     state_->tensors.erase(it);
+    state_->generations.bump(detail::stripe_salt(name));
     return true;
   }
   /// The torch tensor behind `name` ([rows, cols], sharing memory). Throws NotFound.
@@ -107,9 +108,12 @@ class TorchStorage : public detail::StorageCalls<TorchStorage> {
     bool pinned = false;
     alignas(64) std::uint64_t counters[detail::row_lock_stripes] = {};
     detail::RowLockTable locks{counters};
+    alignas(64) std::uint64_t generation_words[detail::generation_stripes] = {};
+    detail::GenerationTable generations{generation_words};
   };
 
   const detail::RowLockTable& row_locks() const noexcept { return state_->locks; }
+  const detail::GenerationTable& generations() const noexcept { return state_->generations; }
 
   std::shared_ptr<const Tensor> find(std::string_view name) const {
     {

@@ -145,4 +145,36 @@ class RowLockTable {
   std::chrono::milliseconds timeout_ = row_lock_timeout;
 };
 
+/// Number of write-generation counters (a power of two): 8 KiB, beside the lock stripes.
+inline constexpr std::size_t generation_stripes = 1024;
+
+/// Write generations: one counter per stripe of tensor names (stripe_salt), bumped after
+/// every write, add, create and remove of a tensor of that stripe, so whoever derived
+/// something from a tensor (a sampler's probabilities, a cache) can tell that it may have
+/// changed since. Two tensors may share a stripe: a write to one then also marks the other
+/// changed (a needless rebuild, never a missed one). The counters may live in a MAP_SHARED
+/// file (MmapStorage), so writers in any process are seen. Thread- and process-safe.
+class GenerationTable {
+ public:
+  GenerationTable() = default;
+  /// Views `words`, which must hold generation_stripes 8-byte-aligned words.
+  explicit GenerationTable(std::uint64_t* words) noexcept : words_(words) {}
+
+  /// After a change to a tensor with `salt`: its writes happen before a reader that sees
+  /// the new generation reads the tensor.
+  void bump(std::uint64_t salt) const noexcept {
+    std::atomic_ref<std::uint64_t>(word(salt)).fetch_add(1, std::memory_order_release);
+  }
+  /// The generation of the tensors with `salt`; read it before reading the tensor.
+  std::uint64_t get(std::uint64_t salt) const noexcept {
+    return std::atomic_ref<std::uint64_t>(word(salt)).load(std::memory_order_acquire);
+  }
+
+ private:
+  std::uint64_t& word(std::uint64_t salt) const noexcept {
+    return words_[salt & (generation_stripes - 1)];
+  }
+  std::uint64_t* words_ = nullptr;
+};
+
 }  // namespace distgraph::detail

@@ -94,7 +94,8 @@ class FileLock {
 };
 
 /// Layout of an MmapStorage folder's `.locks` file: a 64-byte header, then
-/// row_lock_stripes sequence counters (docs/concepts/Storage.md).
+/// row_lock_stripes sequence counters, then generation_stripes write generations
+/// (docs/concepts/Storage.md).
 struct LockFileHeader {
   char magic[8];
   std::uint64_t stripes;
@@ -104,9 +105,11 @@ struct LockFileHeader {
 };
 static_assert(sizeof(LockFileHeader) == 64);
 
-inline constexpr char lock_file_magic[8] = {'D', 'G', 'S', 'L', 'O', 'C', 'K', '1'};
-inline constexpr std::size_t lock_file_bytes =
+inline constexpr char lock_file_magic[8] = {'D', 'G', 'S', 'L', 'O', 'C', 'K', '2'};
+inline constexpr std::size_t lock_file_generations_offset =
     sizeof(LockFileHeader) + row_lock_stripes * sizeof(std::uint64_t);
+inline constexpr std::size_t lock_file_bytes =
+    lock_file_generations_offset + generation_stripes * sizeof(std::uint64_t);
 
 /// Checks the `.locks` file open as `fd` (size, magic, stripe count); when `init` and the
 /// file is empty, writes a fresh header and zero counters first. The caller holds the
@@ -129,7 +132,8 @@ inline void prepare_lock_file(int fd, const std::string& path, bool init) {
   LockFileHeader h{};
   pread_all(fd, std::as_writable_bytes(std::span(&h, 1)), 0, path);
   if (std::memcmp(h.magic, lock_file_magic, sizeof h.magic) != 0)
-    throw FormatError(path, "bad magic; expected DGSLOCK1 (an MmapStorage lock file)");
+    throw FormatError(path, "bad magic; expected DGSLOCK2 (an MmapStorage lock file of this "
+                            "version; DGSLOCK1 files have no write generations)");
   if (h.stripes != row_lock_stripes)
     throw FormatError(path, std::to_string(h.stripes) + " lock stripes; expected " +
                                 std::to_string(row_lock_stripes));

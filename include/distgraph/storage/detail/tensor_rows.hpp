@@ -325,8 +325,9 @@ struct TensorRows {
 /// (CRTP): create, create_from_npy and the batched row calls. `Derived` provides
 /// `create_filled(spec, bytes, fill)` (the model's create), `find(name)` (a pointer-like
 /// handle to an entry with a TensorRows member `rows` that keeps the tensor alive for the
-/// call; throws NotFound) and `row_locks()` (its RowLockTable), and befriends this class
-/// to keep them private.
+/// call; throws NotFound), `row_locks()` (its RowLockTable) and `generations()` (its
+/// GenerationTable, bumped here after every write, add and create; the model bumps it in
+/// remove), and befriends this class to keep them private.
 template <class Derived>
 class StorageCalls {
  public:
@@ -334,14 +335,14 @@ class StorageCalls {
   /// name, dtype and shape exists (its data is left as it is). Throws InvalidArgument for
   /// a bad name, ShapeError or DTypeError (naming the tensor) for a bad or different
   /// layout, and what the model throws when memory or disk runs out. Thread-safe.
-  bool create(const TensorSpec& spec) { return self().create_filled(spec, {}, false); }
+  bool create(const TensorSpec& spec) { return created(spec, self().create_filled(spec, {}, false)); }
 
   /// Like create(spec), then copies `bytes` (spec.size_bytes() bytes, row-major) into the
   /// new tensor before any other caller can see it. An existing tensor of the same layout
   /// is left untouched. Throws ShapeError when `bytes` has another size, before anything
   /// is created.
   bool create(const TensorSpec& spec, std::span<const std::byte> bytes) {
-    return self().create_filled(spec, bytes, true);
+    return created(spec, self().create_filled(spec, bytes, true));
   }
 
   /// Creates tensor `name` from the `.npy` file `npy` (one copy of its data); rank 1 is
@@ -377,7 +378,9 @@ class StorageCalls {
   /// nothing was written. Thread-safe.
   void write_rows(std::string_view name, std::span<const std::int64_t> rows,
                   std::span<const std::byte> in) {
-    self().find(name)->rows.write(self().row_locks(), rows, in);
+    const auto entry = self().find(name);
+    entry->rows.write(self().row_locks(), rows, in);
+    self().generations().bump(entry->rows.salt);
   }
 
   /// Adds `in` to rows `rows` of tensor `name`, each atomically: concurrent adds never
@@ -385,10 +388,25 @@ class StorageCalls {
   /// and DTypeError for dtypes other than float32, float64, int32 and int64.
   void add_rows(std::string_view name, std::span<const std::int64_t> rows,
                 std::span<const std::byte> in) {
-    self().find(name)->rows.add(self().row_locks(), rows, in);
+    const auto entry = self().find(name);
+    entry->rows.add(self().row_locks(), rows, in);
+    self().generations().bump(entry->rows.salt);
+  }
+
+  /// The write generation of tensor `name` (whether or not it exists): it changes after
+  /// every write, add, create and remove of the tensor, in any process sharing the storage
+  /// (and sometimes after another tensor's: see GenerationTable). Read it before reading
+  /// the tensor; if it has not changed since, neither has the tensor. Thread-safe, one
+  /// atomic load. Optional in the Storage concept (VersionedStorage).
+  std::uint64_t generation(std::string_view name) const noexcept {
+    return self().generations().get(stripe_salt(name));
   }
 
  private:
+  bool created(const TensorSpec& spec, bool made) {
+    if (made) self().generations().bump(stripe_salt(spec.name));
+    return made;
+  }
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 };
