@@ -6,6 +6,7 @@
 #include "distgraph/core/buffer.hpp"
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/dtype.hpp"
+#include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/ids.hpp"
 #include "distgraph/core/parallel.hpp"
