@@ -152,6 +152,12 @@ inline std::vector<std::string> type_names(const nlohmann::json& j, const std::f
 
 }  // namespace detail
 
+/// The start of the name of the hidden folder partition_graph stages graph `name`'s output
+/// in (the process ID follows): an interrupted run leaves it behind.
+inline std::string staging_folder_prefix(const std::string& name) {
+  return ".staging-" + name + "-";
+}
+
 /// Reads and validates `<name>.json`: every required key present with the right type,
 /// ranges consistent with num_parts and the totals, one `part-<i>` per partition.
 /// Throws IoError (missing/unreadable) or FormatError naming the file and the key.
@@ -166,7 +172,7 @@ inline PartitionConfig read_partition_config(const std::filesystem::path& path) 
     for (auto it = std::filesystem::directory_iterator(dir, ec);
          !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
       const std::string entry = it->path().filename().string();
-      if (entry == "part0" || entry.rfind(".staging-" + stem + "-", 0) == 0)
+      if (entry == "part0" || entry.rfind(staging_folder_prefix(stem), 0) == 0)
         throw IoError(path.string(),
                       "incomplete partition: " + dir.string() + " holds " + entry +
                           " but not this config, which partitioning writes last (it was "

@@ -467,7 +467,7 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
   // A stale config must not describe the new, partial files, also after a crash.
   if (fs::remove(config_path, ec)) sync_folder(out_dir);
   // Staging folders of this name that interrupted runs left (a SIGKILL runs no cleanup).
-  const std::string staging_prefix = ".staging-" + name + "-";
+  const std::string staging_prefix = staging_folder_prefix(name);
   std::vector<fs::path> stale;
   for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
        it.increment(ec))

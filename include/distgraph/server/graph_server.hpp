@@ -199,6 +199,15 @@ class BasicGraphServer {
   /// sampling: every sampler picks at most `fanout` edges per seed (all of them for -1, none
   /// for a seed without in-edges), and each pick is 24 bytes (source, destination, edge ID).
   void check_sample_size(const std::vector<std::int64_t>& local, std::int64_t fanout) const {
+    constexpr std::uint64_t pick_bytes = 3 * sizeof(std::int64_t);
+    // The usual request (a fanout of tens) fits without looking at a single degree.
+    const std::uint64_t limit = kv_.max_reply_bytes();
+    if (std::uint64_t all = 0;
+        fanout >= 0 && static_cast<std::uint64_t>(fanout) <= limit &&
+        !__builtin_mul_overflow(static_cast<std::uint64_t>(local.size()),
+                                static_cast<std::uint64_t>(fanout) * pick_bytes, &all) &&
+        all <= limit)
+      return;
     std::uint64_t picks = 0;
     for (const std::int64_t v : local) {
       const auto degree = static_cast<std::uint64_t>(part_->graph.degree(v));
@@ -207,7 +216,7 @@ class BasicGraphServer {
     kv_.check_reply_size("sample_neighbors of " + std::to_string(local.size()) + " seeds, fanout " +
                              std::to_string(fanout) + " (at most " + std::to_string(picks) +
                              " picks)",
-                         picks, 3 * sizeof(std::int64_t));
+                         picks, pick_bytes);
   }
 
   Reply on_degrees(const Request& req) {

@@ -58,11 +58,6 @@ inline constexpr const char* metrics_csv_header_v2 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
     "remote_rows,remote_bytes";
 
-namespace detail {
-inline void publish_text(const std::filesystem::path& path, const std::string& text) {
-  write_file_durably(path, text);
-}
-}  // namespace detail
 
 /// metrics.csv text: the header and one row per epoch.
 inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
@@ -175,13 +170,13 @@ inline std::string curves_svg(const std::vector<EpochRow>& rows, const std::stri
 /// Writes metrics.csv and curves.svg into `dir`.
 inline void write_run_log(const std::filesystem::path& dir, const std::vector<EpochRow>& rows,
                           const std::string& metric) {
-  detail::publish_text(dir / "metrics.csv", metrics_csv(rows));
-  detail::publish_text(dir / "curves.svg", curves_svg(rows, metric));
+  write_file_durably(dir / "metrics.csv", metrics_csv(rows));
+  write_file_durably(dir / "curves.svg", curves_svg(rows, metric));
 }
 
 /// Writes result.json into `dir`.
 inline void write_result(const std::filesystem::path& dir, const nlohmann::json& result) {
-  detail::publish_text(dir / "result.json", result.dump(2) + "\n");
+  write_file_durably(dir / "result.json", result.dump(2) + "\n");
 }
 
 }  // namespace distgraph
