@@ -16,6 +16,7 @@ packages=(
   openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
   openssh-server openssh-client rsync iproute2 util-linux  # scripts/testbed.sh: hosts in namespaces
   strace  # tests/integration/test_durable_writes.cpp: the fsync and rename order
+  ccache  # CMakeLists.txt: a rebuild, or a fresh clone at the same path, reuses compiled objects
 )
 
 if [[ "${DISTGRAPH_SKIP_APT:-0}" == 1 ]]; then

@@ -8,6 +8,8 @@
 #include "distgraph/io/dataset.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_bad_input_dataset_bad_input {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -176,3 +178,5 @@ TEST_CASE("write_dataset refuses an inconsistent dataset before writing anything
   CHECK_THROWS_AS(write_dataset(tmp / "out", ds), IdOutOfRange);
   CHECK_FALSE(fs::exists(tmp / "out"));
 }
+
+}  // namespace test_bad_input_dataset_bad_input

@@ -11,6 +11,8 @@
 #include "distgraph/transport/detail/handshake.hpp"
 #include "distgraph/transport/frame.hpp"
 
+namespace test_bad_input_frames {
+
 using namespace distgraph;
 
 namespace {
@@ -109,3 +111,5 @@ TEST_CASE("truncated or padded hello heads are rejected", "[bad_input]") {
   CHECK_THROWS_WITH(detail::decode_server_hello(other_version, "s"),
                     Catch::Contains("protocol version 9"));
 }
+
+}  // namespace test_bad_input_frames

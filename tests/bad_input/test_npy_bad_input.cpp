@@ -8,6 +8,8 @@
 #include "distgraph/io/npy.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_bad_input_npy_bad_input {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -248,3 +250,5 @@ TEST_CASE("a header parsed from memory never reads past the span it is given", "
   }
   CHECK(parse_npy_header(std::as_bytes(std::span(copy)), "ok.npy").num_elements() == 2);
 }
+
+}  // namespace test_bad_input_npy_bad_input

@@ -10,6 +10,8 @@
 #include "distgraph/io/npy.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_bad_input_npy_fuzz {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -123,3 +125,5 @@ TEST_CASE("every truncation of a valid file either loads or throws distgraph::Er
     REQUIRE(try_read(path, iter % 2 == 0).empty());
   }
 }
+
+}  // namespace test_bad_input_npy_fuzz

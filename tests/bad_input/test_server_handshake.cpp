@@ -9,6 +9,8 @@
 #include "distgraph/transport/asio_server.hpp"
 #include "support/raw_client.hpp"
 
+namespace test_bad_input_server_handshake {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::LogSink;
@@ -133,3 +135,5 @@ TEST_CASE("a client that misses the hello deadline is closed without a reply", "
   CHECK(std::chrono::steady_clock::now() - start < 3s);
   CHECK(log.wait_for("no valid hello within 300 ms"));
 }
+
+}  // namespace test_bad_input_server_handshake

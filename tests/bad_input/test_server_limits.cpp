@@ -24,6 +24,8 @@
 #include "distgraph/transport/asio_transport.hpp"
 #include "support/raw_client.hpp"
 
+namespace test_bad_input_server_limits {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::LogSink;
@@ -386,3 +388,5 @@ TEST_CASE("out of descriptors, the server backs off accepting and keeps serving"
   CHECK(fresh.handshake().header.status == Status::ok);
   CHECK(trusted.call(0, MsgType::ping, {}, deadline_in(10s)).status == Status::ok);
 }
+
+}  // namespace test_bad_input_server_limits

@@ -12,6 +12,8 @@
 #include "support/temp_dir.hpp"
 #include "support/what_contains.hpp"
 
+namespace test_bad_input_storage_bad_input {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -114,3 +116,5 @@ TEST_CASE("adopting a malformed or rank-0 .npy throws, naming the file", "[bad_i
   CHECK_THROWS_AS(s.create_from_npy("bad/../name", tmp / "ok.npy"), InvalidArgument);
   CHECK(s.list().empty());
 }
+
+}  // namespace test_bad_input_storage_bad_input

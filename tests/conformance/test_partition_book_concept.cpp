@@ -8,6 +8,8 @@
 #include "distgraph/partition/concepts.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 
+namespace test_conformance_partition_book_concept {
+
 using namespace distgraph;
 
 namespace {
@@ -153,3 +155,5 @@ TEMPLATE_TEST_CASE("partition books satisfy the shared contract on one layout",
     CHECK_THROWS_AS(book.node_partition(ok, short_parts), ShapeError);
   }
 }
+
+}  // namespace test_conformance_partition_book_concept

@@ -10,6 +10,8 @@
 #include "distgraph/sampling/weighted_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_conformance_sampler_conformance {
+
 using namespace distgraph;
 
 namespace {
@@ -88,3 +90,5 @@ TEMPLATE_TEST_CASE("samplers satisfy the shared contract on one graph", "[confor
     CHECK(whole.positions == split.positions);
   }
 }
+
+}  // namespace test_conformance_sampler_conformance

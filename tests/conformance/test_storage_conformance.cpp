@@ -4,7 +4,11 @@
 #include "distgraph/storage/in_memory_storage.hpp"
 #include "distgraph/storage/mmap_storage.hpp"
 
+namespace test_conformance_storage_conformance {
+
 using distgraph::InMemoryStorage;
 using distgraph::MmapStorage;
 
 DISTGRAPH_STORAGE_CONFORMANCE_TESTS(InMemoryStorage, MmapStorage)
+
+}  // namespace test_conformance_storage_conformance

@@ -24,6 +24,8 @@
 #include "distgraph/transport/in_process_transport.hpp"
 #include "support/what_contains.hpp"
 
+namespace test_conformance_transport_conformance {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 
@@ -297,3 +299,5 @@ TEMPLATE_TEST_CASE("transports deliver each request to its server and hand back 
     }
   }
 }
+
+}  // namespace test_conformance_transport_conformance

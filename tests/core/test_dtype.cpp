@@ -2,6 +2,8 @@
 
 #include "distgraph/core/dtype.hpp"
 
+namespace test_core_dtype {
+
 using namespace distgraph;
 
 TEST_CASE("every dtype round-trips through its NumPy type string and its name", "[core]") {
@@ -32,3 +34,5 @@ TEST_CASE("require_dtype names the subject and both dtypes", "[core]") {
     CHECK(e.subject() == "feat.npy");
   }
 }
+
+}  // namespace test_core_dtype

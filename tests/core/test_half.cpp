@@ -11,6 +11,8 @@
 
 #include "distgraph/core/half.hpp"
 
+namespace test_core_half {
+
 using namespace distgraph;
 
 namespace {
@@ -191,3 +193,5 @@ TEST_CASE("bulk conversions refuse other dtypes and mismatched sizes", "[core]")
   CHECK(is_feature_dtype(DType::bfloat16));
   CHECK_FALSE(is_feature_dtype(DType::uint16));
 }
+
+}  // namespace test_core_half

@@ -8,6 +8,8 @@
 #include "distgraph/core/buffer.hpp"
 #include "distgraph/core/parallel.hpp"
 
+namespace test_core_parallel {
+
 using namespace distgraph;
 
 TEST_CASE("parallel_chunks covers the range exactly once with contiguous chunks", "[core]") {
@@ -42,3 +44,5 @@ TEST_CASE("buffer slices share the owner and clone copies", "[core]") {
   CHECK(b[1] == 20);
   CHECK(std::accumulate(c.begin(), c.end(), 0) == 1 + 7 + 3 + 4 + 5);
 }
+
+}  // namespace test_core_parallel

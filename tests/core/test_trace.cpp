@@ -12,6 +12,8 @@
 #include "distgraph/core/trace.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_core_trace {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -103,3 +105,5 @@ TEST_CASE(
   std::ofstream(tmp / "other.json") << "[]\n";
   CHECK_THROWS_AS(trace::merge_traces({tmp / "other.json"}, tmp / "x.json"), FormatError);
 }
+
+}  // namespace test_core_trace

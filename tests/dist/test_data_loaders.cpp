@@ -13,6 +13,8 @@
 #include "support/loader_batches.hpp"
 #include "support/partitioned_sbm.hpp"
 
+namespace test_dist_data_loaders {
+
 using namespace distgraph;
 using distgraph::test::every;
 using distgraph::test::same_batch;
@@ -410,3 +412,5 @@ TEST_CASE("edge loader rejects bad input at construction with typed errors", "[d
       IdOutOfRange);
   CHECK_THROWS_AS(L(g, train, {5}, {.feature = "missing"}), NotFound);
 }
+
+}  // namespace test_dist_data_loaders

@@ -13,6 +13,8 @@
 #include "distgraph/sampling/sample_local.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_dist_graph {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -180,3 +182,5 @@ TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[
   CHECK_THROWS_AS(g.sample_neighbors(seeds, 3, SampleKey{}, WeightedSampler::spec("nope")),
                   RemoteError);
 }
+
+}  // namespace test_dist_dist_graph

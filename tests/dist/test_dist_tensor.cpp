@@ -16,6 +16,8 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_dist_tensor {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -602,3 +604,5 @@ TEST_CASE("balance_shares never moves a padding repeat into the share holding it
     }
   }
 }
+
+}  // namespace test_dist_dist_tensor

@@ -17,6 +17,8 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_feat_dtype {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -149,3 +151,5 @@ TEST_CASE("a loader refuses a feature stored as integers, naming it", "[dist][ba
                     Catch::Contains("node data 'label'") && Catch::Contains("dtype int64") &&
                         Catch::Contains("float16 or bfloat16"));
 }
+
+}  // namespace test_dist_feat_dtype

@@ -24,6 +24,8 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_hetero_dist_graph {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -396,3 +398,5 @@ TEST_CASE("a graph of one node type and one edge type partitions and samples as 
     CHECK(batches > 1);
   }
 }
+
+}  // namespace test_dist_hetero_dist_graph

@@ -19,6 +19,8 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_hetero_edge_loader {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 using distgraph::test::whole_epoch;
@@ -323,3 +325,5 @@ TEST_CASE("a typed edge loader refuses seeds of another type and unknown or ambi
     CHECK_NOTHROW(EdgeDataLoader<UntypedView>(view, train, {2}, o));
   }
 }
+
+}  // namespace test_dist_hetero_edge_loader

@@ -12,6 +12,8 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_dist_policies {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -191,3 +193,5 @@ TEST_CASE(
         any.sample_neighbors(seeds, 3, SampleKey{.seed = 2}).eid);
   CHECK(basic.in_degrees(seeds) == any.in_degrees(seeds));
 }
+
+}  // namespace test_dist_policies

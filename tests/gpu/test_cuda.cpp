@@ -25,6 +25,8 @@
 #include "train/sbm_fixture.hpp"
 #include "train/trainer_threads.hpp"
 
+namespace test_gpu_cuda {
+
 using namespace distgraph;
 using distgraph::test::SbmFixture;
 
@@ -229,3 +231,5 @@ TEST_CASE(
   }
   CHECK_FALSE(std::filesystem::exists(out));  // refused before anything was written
 }
+
+}  // namespace test_gpu_cuda

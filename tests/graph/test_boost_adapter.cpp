@@ -11,6 +11,8 @@
 #include "distgraph/graph/boost_adapter.hpp"
 #include "distgraph/graph/generators.hpp"
 
+namespace test_graph_boost_adapter {
+
 using namespace distgraph;
 
 namespace {
@@ -110,3 +112,5 @@ TEST_CASE("from_boost converts adjacency_lists and round-trips their edges", "[g
   const Graph simple = from_boost(d, {.remove_duplicates = true});
   CHECK(simple.num_edges() == 3);
 }
+
+}  // namespace test_graph_boost_adapter

@@ -8,6 +8,8 @@
 
 #include "distgraph/graph/builder.hpp"
 
+namespace test_graph_builder {
+
 using namespace distgraph;
 
 namespace {
@@ -234,3 +236,5 @@ TEST_CASE("Csr::validate rejects a corrupt indptr and out-of-range indices", "[g
   broken.indptr = Buffer<std::int64_t>(std::vector<std::int64_t>{0, 1, 2});
   CHECK_THROWS_AS(broken.validate(), ShapeError);
 }
+
+}  // namespace test_graph_builder

@@ -7,6 +7,8 @@
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 
+namespace test_graph_generators {
+
 using namespace distgraph;
 
 namespace {
@@ -150,3 +152,5 @@ TEST_CASE("sbm features lie closer to their own class mean than to other class m
   CHECK(acc > 0.25);
   CHECK(acc < 0.9);
 }
+
+}  // namespace test_graph_generators

@@ -5,6 +5,8 @@
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/type_map.hpp"
 
+namespace test_graph_type_map {
+
 using namespace distgraph;
 
 namespace {
@@ -149,3 +151,5 @@ TEST_CASE("typed graph building rejects edges outside their types' node ranges",
   CHECK_THROWS_AS(build_graph(ok, t, {.symmetrize = true}), InvalidArgument);
   CHECK_THROWS_AS(build_graph(ok, TypeMap::homogeneous(9, 3)), ShapeError);
 }
+
+}  // namespace test_graph_type_map

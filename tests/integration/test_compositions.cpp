@@ -12,6 +12,8 @@
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_compositions {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
@@ -148,3 +150,5 @@ TEST_CASE("composition tests need the distgraph program and the examples", "[int
   WARN("SKIPPED: built without the distgraph program or the custom examples");
 }
 #endif
+
+}  // namespace test_integration_compositions

@@ -24,6 +24,8 @@
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_durable_writes {
+
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::ProgramRun;
@@ -208,3 +210,5 @@ TEST_CASE("durable-write tests need the distgraph program", "[integration][durab
   WARN("SKIPPED: built without the distgraph program");
 }
 #endif
+
+}  // namespace test_integration_durable_writes

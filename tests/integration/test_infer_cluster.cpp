@@ -22,6 +22,8 @@
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_infer_cluster {
+
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
@@ -199,3 +201,5 @@ TEST_CASE("distgraph infer refuses another dataset's graph and bad options with 
 }
 
 #endif
+
+}  // namespace test_integration_infer_cluster

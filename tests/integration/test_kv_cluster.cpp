@@ -22,6 +22,8 @@
 #include "support/machine_storage.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_kv_cluster {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
@@ -284,3 +286,5 @@ TEST_CASE("kv cluster tests need the distgraph program", "[integration]") {
   WARN("SKIPPED: built without DISTGRAPH_BUILD_TOOLS");
 }
 #endif
+
+}  // namespace test_integration_kv_cluster

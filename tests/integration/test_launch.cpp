@@ -21,6 +21,8 @@
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_launch {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
@@ -363,3 +365,5 @@ TEST_CASE("local_machine_count counts the ip_config's machines on this computer"
   CHECK(is_local_address("127.0.0.1"));
   CHECK_FALSE(is_local_address("192.0.2.7"));
 }
+
+}  // namespace test_integration_launch

@@ -10,6 +10,8 @@
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_lease {
+
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
@@ -83,3 +85,5 @@ TEST_CASE("a lease whose input ends (the launcher's ssh went away) stops its pro
 }
 
 #endif
+
+}  // namespace test_integration_lease

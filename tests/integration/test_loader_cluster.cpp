@@ -9,6 +9,8 @@
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 
+namespace test_integration_loader_cluster {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::every;
@@ -61,3 +63,5 @@ TEST_CASE("loaders over a loopback cluster yield the batches of a standalone run
 }
 
 #endif  // DISTGRAPH_CLI
+
+}  // namespace test_integration_loader_cluster

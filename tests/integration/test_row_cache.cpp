@@ -18,6 +18,8 @@
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 
+namespace test_integration_row_cache {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::every;
@@ -203,3 +205,5 @@ TEST_CASE("a cache whose owner died still serves its rows, and the rest fail wit
 }
 
 #endif  // DISTGRAPH_CLI
+
+}  // namespace test_integration_row_cache

@@ -17,6 +17,8 @@
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_schedulers {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
@@ -322,3 +324,5 @@ TEST_CASE("scheduler tests need the distgraph program and the scheduler_trainer 
   WARN("SKIPPED: built without the distgraph program or the examples");
 }
 #endif
+
+}  // namespace test_integration_schedulers

@@ -25,6 +25,8 @@
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_integration_train_cluster {
+
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
@@ -811,3 +813,5 @@ TEST_CASE("distgraph train refuses unknown typed names with one line naming them
   check_one_line_error(train({"hsbm", "--standalone", "--sampler", "labor", "--out", out.string()}),
                        2, "--sampler labor");
 }
+
+}  // namespace test_integration_train_cluster

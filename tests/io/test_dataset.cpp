@@ -7,6 +7,8 @@
 #include "distgraph/io/dataset.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_io_dataset {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -180,3 +182,5 @@ TEST_CASE("num_nodes comes from feat.npy rows when meta.json is absent", "[io]")
   CHECK(ds.num_val() == 2);
   CHECK(ds.train_mask.empty());
 }
+
+}  // namespace test_io_dataset

@@ -14,6 +14,8 @@
 #include "support/temp_dir.hpp"
 #include "support/what_contains.hpp"
 
+namespace test_io_hetero_dataset {
+
 using namespace distgraph;
 using distgraph::test::WhatContains;
 namespace fs = std::filesystem;
@@ -582,3 +584,5 @@ TEST_CASE("write_hetero_dataset refuses an inconsistent dataset before writing",
   }
   CHECK_FALSE(fs::exists(tmp / "x"));
 }
+
+}  // namespace test_io_hetero_dataset

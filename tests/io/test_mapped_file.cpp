@@ -10,6 +10,8 @@
 #include "distgraph/io/mapped_file.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_io_mapped_file {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -106,3 +108,5 @@ TEST_CASE("mapping an unreadable file throws IoError with the system's reason", 
     CHECK_THAT(e.what(), Catch::Contains(path.string()) && Catch::Contains("Permission denied"));
   }
 }
+
+}  // namespace test_io_mapped_file

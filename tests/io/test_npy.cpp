@@ -12,6 +12,8 @@
 #include "distgraph/io/npy.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_io_npy {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -528,3 +530,5 @@ for v in (2, 3):
                     Catch::Contains("be.npy") && Catch::Contains("'>f4'"));
   CHECK_THROWS_AS(read_npy(tmp / "be.npy"), DTypeError);
 }
+
+}  // namespace test_io_npy

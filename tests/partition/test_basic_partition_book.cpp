@@ -7,6 +7,8 @@
 #include "distgraph/partition/basic_partition_book.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 
+namespace test_partition_basic_partition_book {
+
 using namespace distgraph;
 
 namespace {
@@ -145,3 +147,5 @@ TEST_CASE("basic book throws IdOutOfRange naming the kind and the value", "[part
   std::vector<std::int64_t> g(1);
   CHECK_THROWS_AS(b.node_to_global(PartId(0), local, g), IdOutOfRange);
 }
+
+}  // namespace test_partition_basic_partition_book

@@ -15,6 +15,8 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_partition_feat_dtype {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -156,3 +158,5 @@ TEST_CASE("partition_graph refuses a feature dtype other than float32, float16 o
                     Catch::Contains("feat_dtype int16"));
   CHECK_FALSE(std::filesystem::exists(tmp / "g.json"));
 }
+
+}  // namespace test_partition_feat_dtype

@@ -7,6 +7,8 @@
 
 #include "distgraph/partition/metis.hpp"
 
+namespace test_partition_metis {
+
 using namespace distgraph;
 
 namespace {
@@ -204,3 +206,5 @@ TEST_CASE("edge cut counts each undirected edge once", "[partition]") {
   CHECK(edge_cut(g.indptr, g.indices, std::vector<std::int32_t>{0, 0, 0, 0}) == 0);
   CHECK_THROWS_AS(edge_cut(g.indptr, g.indices, std::vector<std::int32_t>{0, 0, 0}), ShapeError);
 }
+
+}  // namespace test_partition_metis

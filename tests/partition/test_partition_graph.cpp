@@ -16,6 +16,8 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_partition_partition_graph {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -307,3 +309,5 @@ TEST_CASE("load_partition names the key or file when a partition disagrees with 
     CHECK_THROWS_WITH(load_partition(cfg, 0), Catch::Contains("label.npy"));
   }
 }
+
+}  // namespace test_partition_partition_graph

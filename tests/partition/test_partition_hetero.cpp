@@ -12,6 +12,8 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_partition_partition_hetero {
+
 using namespace distgraph;
 using distgraph::test::small_hsbm;
 using distgraph::test::TempDir;
@@ -203,3 +205,5 @@ TEST_CASE("partition_graph rejects typed data of the wrong size or of an unknown
   // Nothing was written by the rejected calls.
   CHECK_FALSE(std::filesystem::exists(tmp / "h.json"));
 }
+
+}  // namespace test_partition_partition_hetero

@@ -7,6 +7,8 @@
 
 #include "distgraph/partition/range_partition_book.hpp"
 
+namespace test_partition_range_partition_book {
+
 using namespace distgraph;
 
 namespace {
@@ -192,3 +194,5 @@ TEST_CASE("homogeneous range book uses DGL's default type names", "[partition]")
   const RangePartitionBook copy = b;
   CHECK(copy.node_range(PartId(1)) == b.node_range(PartId(1)));
 }
+
+}  // namespace test_partition_range_partition_book

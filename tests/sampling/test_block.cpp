@@ -7,6 +7,8 @@
 
 #include "distgraph/sampling/block.hpp"
 
+namespace test_sampling_block {
+
 using namespace distgraph;
 
 namespace {
@@ -109,3 +111,5 @@ TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling
   const std::vector<std::int64_t> negative{-1};
   CHECK_THROWS_AS(to_block(Frontier{}, negative), IdOutOfRange);
 }
+
+}  // namespace test_sampling_block

@@ -6,6 +6,8 @@
 #include "distgraph/sampling/sample_local.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_full_neighbor_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -30,3 +32,5 @@ TEST_CASE("full neighbour sampler returns every in-edge of every seed in row ord
     CHECK(k == f.src.size());
   }
 }
+
+}  // namespace test_sampling_full_neighbor_sampler

@@ -5,6 +5,8 @@
 
 #include "distgraph/sampling/detail/id_hash_map.hpp"
 
+namespace test_sampling_id_hash_map {
+
 using distgraph::detail::IdHashMap;
 
 TEST_CASE("id hash map agrees with std::map through growth and reset", "[sampling]") {
@@ -27,3 +29,5 @@ TEST_CASE("id hash map agrees with std::map through growth and reset", "[samplin
     CHECK(map.find(3) == IdHashMap::absent);
   }
 }
+
+}  // namespace test_sampling_id_hash_map

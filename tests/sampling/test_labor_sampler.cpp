@@ -18,6 +18,8 @@
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_labor_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -343,3 +345,5 @@ TEST_CASE("labor sampler is a built-in sampler named labor without parameters", 
   CHECK(spec.name == "labor");
   CHECK(spec.params.empty());
 }
+
+}  // namespace test_sampling_labor_sampler

@@ -9,6 +9,8 @@
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_multi_layer {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -95,3 +97,5 @@ TEST_CASE("multi-layer sampling rejects bad fanouts, seeds and views", "[samplin
   mapped.node_ids = nid;
   CHECK_THROWS_AS(s.sample_blocks(mapped, seeds, {}), InvalidArgument);
 }
+
+}  // namespace test_sampling_multi_layer

@@ -12,6 +12,8 @@
 #include "support/sampling_graphs.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_sampling_partition_view {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -57,3 +59,5 @@ TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in glob
       CHECK(std::binary_search(all_eids.begin(), all_eids.end(), e));
   }
 }
+
+}  // namespace test_sampling_partition_view

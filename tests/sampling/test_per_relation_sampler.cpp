@@ -17,6 +17,8 @@
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_per_relation_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -426,3 +428,5 @@ TEST_CASE("relation fanouts apply the default to omitted relations and resolve n
     CHECK_THROWS_WITH(RelationFanouts::parse_overrides("a=1,b=oops"), Catch::Contains("'b=oops'"));
   }
 }
+
+}  // namespace test_sampling_per_relation_sampler

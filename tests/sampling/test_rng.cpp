@@ -5,6 +5,8 @@
 
 #include "distgraph/sampling/rng.hpp"
 
+namespace test_sampling_rng {
+
 using namespace distgraph;
 
 namespace {
@@ -60,3 +62,5 @@ TEST_CASE("below(n) hits every value about equally often", "[sampling]") {
   for (int h : hist) stat += (h - trials / 7.0) * (h - trials / 7.0) / (trials / 7.0);
   CHECK(stat < 35.0);  // chi-square, 6 degrees of freedom: P(stat > 35) < 1e-5
 }
+
+}  // namespace test_sampling_rng

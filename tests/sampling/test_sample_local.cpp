@@ -14,6 +14,8 @@
 #include "distgraph/sampling/weighted_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_sample_local {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -180,3 +182,5 @@ TEST_CASE("sample_neighbors_local rejects bad seeds, fanouts and views", "[sampl
   CHECK(sample_neighbors_local(view, std::span<const std::int64_t>{}, 2, {}, UniformSampler{})
             .num_edges() == 0);
 }
+
+}  // namespace test_sampling_sample_local

@@ -8,6 +8,8 @@
 #include "distgraph/sampling/uniform_replace_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_uniform_replace_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -53,3 +55,5 @@ TEST_CASE("uniform sampler with replacement takes each edge once for fanout -1",
       sample_neighbors_local(in_edges_view(g), seeds, -1, {}, UniformReplaceSampler{});
   CHECK(f.src == std::vector<std::int64_t>{1, 2, 3, 4});
 }
+
+}  // namespace test_sampling_uniform_replace_sampler

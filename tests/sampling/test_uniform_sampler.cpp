@@ -8,6 +8,8 @@
 #include "distgraph/sampling/uniform_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_uniform_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -84,3 +86,5 @@ TEST_CASE("uniform sampler picks the same edges for the same key and others for 
   CHECK(a.eid == b.eid);
   CHECK(a.src != c.src);
 }
+
+}  // namespace test_sampling_uniform_sampler

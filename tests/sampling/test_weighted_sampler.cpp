@@ -10,6 +10,8 @@
 #include "distgraph/sampling/weighted_sampler.hpp"
 #include "support/sampling_graphs.hpp"
 
+namespace test_sampling_weighted_sampler {
+
 using namespace distgraph;
 using namespace distgraph::test;
 
@@ -114,3 +116,5 @@ TEST_CASE("weighted sampler rejects bad probabilities", "[sampling][bad_input]")
                                          WeightedSampler(std::vector<float>{1, 1, 1})),
                   ShapeError);
 }
+
+}  // namespace test_sampling_weighted_sampler

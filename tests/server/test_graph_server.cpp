@@ -8,6 +8,8 @@
 #include "distgraph/storage/in_memory_storage.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_server_graph_server {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -144,3 +146,5 @@ TEST_CASE("a server answers malformed requests with an error status and keeps se
   REQUIRE(ok.status == Status::ok);
   CHECK(ok.body.parts[0].size() == 5 * 3 * sizeof(float));
 }
+
+}  // namespace test_server_graph_server

@@ -10,6 +10,8 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_server_kv_requests {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -376,3 +378,5 @@ TEST_CASE(
     for (const std::int64_t e : eids) CHECK(e % 2 == parity);
   }
 }
+
+}  // namespace test_server_kv_requests

@@ -12,6 +12,8 @@
 #include "distgraph/storage/in_memory_storage.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_server_partition_site {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -80,3 +82,5 @@ TEST_CASE("a partition site of a homogeneous partition has one edge type and no 
   CHECK(site.num_edge_types() == 1);
   CHECK(site.edge_types_by_position().empty());
 }
+
+}  // namespace test_server_partition_site

@@ -8,6 +8,8 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_storage_generations {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -66,3 +68,5 @@ TEST_CASE(
   const MmapStorage b = MmapStorage::attach(tmp / "shm");
   check_generations(a, b);
 }
+
+}  // namespace test_storage_generations

@@ -24,6 +24,8 @@
 #include "support/temp_dir.hpp"
 #include "support/what_contains.hpp"
 
+namespace test_storage_mmap_storage {
+
 using namespace distgraph;
 namespace fs = std::filesystem;
 
@@ -415,3 +417,5 @@ TEST_CASE("a tensor created by a child process after the parent attached becomes
   REQUIRE(names.size() == 1);
   CHECK(names[0].name == "late");
 }
+
+}  // namespace test_storage_mmap_storage

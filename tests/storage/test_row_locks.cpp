@@ -9,6 +9,8 @@
 #include "distgraph/storage/detail/row_locks.hpp"
 #include "support/what_contains.hpp"
 
+namespace test_storage_row_locks {
+
 using namespace distgraph;
 using detail::row_lock_stripes;
 using detail::RowLockTable;
@@ -61,3 +63,5 @@ TEST_CASE("a stripe left odd by a dead writer makes readers and writers time out
   // Other stripes are unaffected.
   table.read(10, 0, dst, src, sizeof src, "tensor 'stuck'");
 }
+
+}  // namespace test_storage_row_locks

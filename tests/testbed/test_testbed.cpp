@@ -23,6 +23,8 @@
 #include "support/temp_dir.hpp"
 #include "support/testbed.hpp"
 
+namespace test_testbed_testbed {
+
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::ProgramRun;
@@ -460,3 +462,5 @@ TEST_CASE("testbed tests need the distgraph program", "[testbed]") {
   WARN("SKIPPED: built without the distgraph program");
 }
 #endif
+
+}  // namespace test_testbed_testbed

@@ -22,6 +22,8 @@
 
 extern char** environ;
 
+namespace test_tools_cli {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -317,3 +319,5 @@ TEST_CASE("distgraph partition on a missing input folder exits 1 naming the path
   CHECK(r.err.find('\n') == r.err.size() - 1);
   CHECK_FALSE(fs::exists(tmp / "out" / "no-such-dataset.json"));
 }
+
+}  // namespace test_tools_cli

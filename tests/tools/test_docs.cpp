@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_tools_docs {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,3 +59,5 @@ TEST_CASE("every marked snippet of the user guide is code from the program it na
   }
   CHECK(snippets >= 1);
 }
+
+}  // namespace test_tools_docs

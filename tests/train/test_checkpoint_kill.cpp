@@ -15,6 +15,8 @@
 #include "distgraph/train/checkpoint.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_checkpoint_kill {
+
 namespace fs = std::filesystem;
 using distgraph::test::TempDir;
 
@@ -88,3 +90,5 @@ TEST_CASE(
   INFO(left.size() << " files beside the checkpoint");
   CHECK(left.empty());
 }
+
+}  // namespace test_train_checkpoint_kill

@@ -12,6 +12,8 @@
 #include "distgraph/train/gat.hpp"
 #include "distgraph/train/node_model.hpp"
 
+namespace test_train_gat {
+
 using namespace distgraph;
 
 namespace {
@@ -192,3 +194,5 @@ TEST_CASE("model kinds round-trip through their names, and others are refused by
     CHECK(std::string(e.what()).find("'gin'; expected sage, gcn or gat") != std::string::npos);
   }
 }
+
+}  // namespace test_train_gat

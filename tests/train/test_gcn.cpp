@@ -12,6 +12,8 @@
 #include "distgraph/train/gcn.hpp"
 #include "support/dense_block.hpp"
 
+namespace test_train_gcn {
+
 using namespace distgraph;
 using distgraph::test::dense_adjacency;
 
@@ -163,3 +165,5 @@ TEST_CASE("GCN has Kipf & Welling's parameters and rejects bad sizes", "[train]"
   CHECK_THROWS_AS(GCN(GCNOptions{.in_feats = 3, .num_classes = 2, .dropout = 1.0}),
                   InvalidArgument);
 }
+
+}  // namespace test_train_gcn

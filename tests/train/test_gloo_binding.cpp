@@ -9,6 +9,8 @@
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/train/allreduce.hpp"
 
+namespace test_train_gloo_binding {
+
 using namespace distgraph;
 
 namespace {
@@ -79,3 +81,5 @@ TEST_CASE(
   }
   CHECK(gloo_binding(rendezvous("127.0.0.1"), nullptr, 0).hostname == "127.0.0.1");
 }
+
+}  // namespace test_train_gloo_binding

@@ -13,6 +13,8 @@
 #include "distgraph/train/hetero_sage.hpp"
 #include "distgraph/train/rgcn.hpp"
 
+namespace test_train_hetero_models {
+
 using namespace distgraph;
 
 namespace {
@@ -387,3 +389,5 @@ TEST_CASE("HeteroSAGE learns labels carried only by the graph", "[train][hetero]
     CHECK(train_accuracy(model) > 0.9);
   }
 }
+
+}  // namespace test_train_hetero_models

@@ -21,6 +21,8 @@
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_infer_command {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::TempDir;
@@ -153,3 +155,5 @@ TEST_CASE("distgraph train --save-embeddings writes the selected model's outputs
 }
 
 #endif
+
+}  // namespace test_train_infer_command

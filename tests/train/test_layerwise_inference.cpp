@@ -16,6 +16,8 @@
 #include "distgraph/train/node_classification.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_layerwise_inference {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -165,3 +167,5 @@ TEST_CASE("layer-wise inference returns only what is asked and refuses bad input
   CHECK_THROWS_WITH(layerwise_inference(g, wide, {}),
                     Catch::Contains("13") && Catch::Contains("columns"));
 }
+
+}  // namespace test_train_layerwise_inference

@@ -18,6 +18,8 @@
 #include "distgraph/train/node_classification.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_model_selection {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -224,3 +226,5 @@ TEST_CASE("a bad evaluation interval or mode is refused", "[train][selection][ev
   CHECK_THROWS_AS(parse_eval_mode("exact"), InvalidArgument);
   CHECK(parse_eval_mode("sampled") == EvalMode::sampled);
 }
+
+}  // namespace test_train_model_selection

@@ -13,6 +13,8 @@
 #include "distgraph/torch.hpp"
 #include "support/dense_block.hpp"
 
+namespace test_train_models {
+
 using namespace distgraph;
 using distgraph::test::dense_adjacency;
 
@@ -436,3 +438,5 @@ TEST_CASE("split_linear equals two linears in values and gradients, whichever ou
   CHECK(torch::allclose(wa.grad(), ua.t().mm(x0), 1e-12, 1e-12));
   CHECK(torch::allclose(wl.grad(), ul.t().mm(x0.narrow(0, 0, 6)), 1e-12, 1e-12));
 }
+
+}  // namespace test_train_models

@@ -15,6 +15,8 @@
 #include "support/one_type_hetero.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_one_type_losses {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 
@@ -60,3 +62,5 @@ TEST_CASE("a one-type typed graph trains with exactly the homogeneous graph's lo
   CHECK(b.test == a.test);
   CHECK(b.num_classes == a.num_classes);
 }
+
+}  // namespace test_train_one_type_losses

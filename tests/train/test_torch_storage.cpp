@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_train_torch_storage {
+
 using namespace distgraph;
 
 TEST_CASE("TorchStorage keeps the storage contract and exposes its rows as a torch tensor",
@@ -60,3 +62,5 @@ TEST_CASE("TorchStorage push_add from several threads loses no update", "[train]
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 4; ++c) REQUIRE(p[r * 4 + c] == (r == 3 ? 16000 : 8000));
 }
+
+}  // namespace test_train_torch_storage

@@ -4,6 +4,10 @@
 
 #include "conformance/storage_conformance.hpp"
 
+namespace test_train_torch_storage_conformance {
+
 using distgraph::TorchStorage;
 
 DISTGRAPH_STORAGE_CONFORMANCE_TESTS(TorchStorage)
+
+}  // namespace test_train_torch_storage_conformance

@@ -22,6 +22,8 @@
 #include "support/temp_dir.hpp"
 #include "trainer_threads.hpp"
 
+namespace test_train_train_split {
+
 using namespace distgraph;
 using distgraph::test::TempDir;
 using distgraph::test::with_group;
@@ -214,3 +216,5 @@ TEST_CASE("the balancing plan moves seeds by counts until the costs meet", "[tra
   CHECK(same[0].at(3).front().origin == 0);
   CHECK(same[1].at(3).front().origin == 1);
 }
+
+}  // namespace test_train_train_split

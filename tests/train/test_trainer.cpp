@@ -22,6 +22,8 @@
 #include "trainer_threads.hpp"
 #include "support/temp_dir.hpp"
 
+namespace test_train_trainer {
+
 using namespace distgraph;
 using distgraph::test::TestBatch;
 using distgraph::test::SbmFixture;
@@ -245,3 +247,5 @@ TEST_CASE("GraphSAGE trained standalone on Cora reaches the reference test accur
   std::printf("cora mean test accuracy over %d seeds: %.4f\n", seeds, mean);
   CHECK(mean > 0.75);
 }
+
+}  // namespace test_train_trainer

@@ -29,6 +29,8 @@
 #include "support/free_port.hpp"
 #include "support/raw_client.hpp"
 
+namespace test_transport_asio_transport {
+
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::LogSink;
@@ -693,3 +695,5 @@ TEST_CASE("AnyTransport runs the same calls in process and over TCP", "[transpor
   CHECK(remote.is_remote());
   check(remote);
 }
+
+}  // namespace test_transport_asio_transport

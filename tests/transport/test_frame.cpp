@@ -13,6 +13,8 @@
 #include "distgraph/transport/frame.hpp"
 #include "distgraph/transport/in_process_transport.hpp"
 
+namespace test_transport_frame {
+
 using namespace distgraph;
 
 namespace {
@@ -315,3 +317,5 @@ TEST_CASE("in-process transport hands the handler's reply spans straight back", 
   CHECK(seen_ids[0] != seen_ids[1]);
   CHECK_THROWS_AS(InProcessTransport({}), InvalidArgument);
 }
+
+}  // namespace test_transport_frame
