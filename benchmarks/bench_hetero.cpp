@@ -70,9 +70,9 @@
 
 #include "distgraph/core/memory.hpp"
 #include "distgraph/core/timer.hpp"
-#include "distgraph/dist/loader_options.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/loader_options.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_dataset.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/partition/partition_hetero.hpp"

@@ -36,8 +36,8 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/dist/dist_tensor.hpp"
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/dist_tensor.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/partition/range_partition_book.hpp"

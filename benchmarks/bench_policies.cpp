@@ -72,9 +72,9 @@
 #include <vector>
 
 #include "distgraph/core/timer.hpp"
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/kv_client.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/distributed/kv_client.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/partition/basic_partition_book.hpp"

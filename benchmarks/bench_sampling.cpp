@@ -66,9 +66,9 @@
 #include <vector>
 
 #include "distgraph/core/timer.hpp"
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/partition/partition_graph.hpp"

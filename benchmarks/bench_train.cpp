@@ -108,9 +108,9 @@
 
 #include "distgraph/core/memory.hpp"
 #include "distgraph/core/timer.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/node_split.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/node_split.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/io/dataset.hpp"

@@ -83,9 +83,9 @@ headers='#include <cstdint>
 #include <utility>  // before Asio: Boost 1.74 under C++20 (docs/STYLE.md)
 #include <vector>
 
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/kv_client.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/distributed/kv_client.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/basic_partition_book.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/range_partition_book.hpp"

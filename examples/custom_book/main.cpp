@@ -13,7 +13,7 @@
 #include <numeric>
 #include <vector>
 
-#include "distgraph/dist/node_split.hpp"
+#include "distgraph/distributed/node_split.hpp"
 #include "distgraph/runtime/initialize.hpp"
 
 namespace {

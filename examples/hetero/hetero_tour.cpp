@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/node_split.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/node_split.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_dataset.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/partition/partition_hetero.hpp"

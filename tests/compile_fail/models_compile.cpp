@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 #include "distgraph/sampling/sample_local.hpp"
 #include "distgraph/sampling/uniform_sampler.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/storage/in_memory_storage.hpp"
 #include "distgraph/transport/in_process_transport.hpp"
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 #include "distgraph/transport/in_process_transport.hpp"
 

@@ -1,6 +1,6 @@
 // Must not compile: KVClient is given a transport whose call() takes no deadline (it would
 // wait forever), so it is not a Transport. With DISTGRAPH_COMPILE_FAIL_FIXED it is one.
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 #include "distgraph/storage/in_memory_storage.hpp"
 

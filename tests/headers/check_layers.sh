@@ -6,7 +6,9 @@ root=${1:?include dir}
 rank() {
   case "$1" in
     core) echo 0 ;; graph|io|transport) echo 1 ;; partition|storage) echo 2 ;;
-    sampling) echo 3 ;; server) echo 4 ;; dist) echo 5 ;; runtime) echo 6 ;; train|gpu) echo 7 ;;
+    sampling) echo 3 ;; server) echo 4 ;; distributed) echo 5 ;; loaders) echo 6 ;;
+    runtime) echo 7 ;; train|gpu) echo 8 ;;
+    dist) echo 6 ;;  # deprecated forwarding headers to distributed/ and loaders/
     *) echo -1 ;;
   esac
 }
@@ -17,6 +19,9 @@ while IFS= read -r -d '' f; do
   layer=${rel%%/*}
   [[ "$rel" == */* ]] || layer=umbrella
   checked=$((checked + 1))
+  if [[ $layer != umbrella && $(rank "$layer") -lt 0 ]]; then
+    echo "$f: folder '$layer' has no rank here: give it one (and a row in ARCHITECTURE.md)"; bad=1
+  fi
   while IFS=: read -r line text; do
     inc=$(sed -E 's/.*#include\s*[<"]distgraph\/([a-z_]+)\/.*/\1/' <<<"$text")
     if [[ $layer != umbrella && $(rank "$inc") -gt $(rank "$layer") ]]; then

@@ -8,9 +8,9 @@
 #include <thread>
 #include <tuple>
 
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/dist_tensor.hpp"
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/distributed/dist_tensor.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/runtime/ip_config.hpp"

@@ -2,10 +2,10 @@
 // batches a standalone run gives for the same seed.
 #include <catch2/catch.hpp>
 
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 

@@ -1,4 +1,4 @@
-// The machine row cache (dist/row_cache.hpp) over a real 2-machine loopback cluster: cached
+// The machine row cache (distributed/row_cache.hpp) over a real 2-machine loopback cluster: cached
 // reads equal the owners' rows byte for byte, one trainer per machine fills it, writes to a
 // cached tensor are refused, embeddings are never cached, and a dead owner never yields a
 // wrong row.
@@ -11,10 +11,10 @@
 #include <numeric>
 #include <random>
 
-#include "distgraph/dist/dist_embedding.hpp"
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/row_cache.hpp"
+#include "distgraph/distributed/dist_embedding.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/row_cache.hpp"
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 

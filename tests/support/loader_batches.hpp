@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 
 namespace distgraph::test {
 

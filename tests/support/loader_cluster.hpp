@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/dist/dist_graph.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/server_process.hpp"
 #include "distgraph/storage/mmap_storage.hpp"

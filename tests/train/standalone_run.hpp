@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "batch_source.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/train/trainer.hpp"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/train/layerwise_inference.hpp"

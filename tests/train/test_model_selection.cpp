@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/train/checkpoint.hpp"

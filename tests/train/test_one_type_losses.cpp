@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/train/node_classification.hpp"

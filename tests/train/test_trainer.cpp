@@ -13,7 +13,7 @@
 
 #include "batch_source.hpp"
 #include "sbm_fixture.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"

@@ -17,8 +17,8 @@
 
 #include "distgraph/core/memory.hpp"
 #include "distgraph/core/trace.hpp"
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/runtime/environment.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/dist/graph_concepts.hpp"
+#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/layerwise_inference.hpp"
 #include "distgraph/train/node_model.hpp"

@@ -15,8 +15,8 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
-#include "distgraph/dist/detail/loader_features.hpp"
-#include "distgraph/dist/graph_concepts.hpp"
+#include "distgraph/loaders/loader_features.hpp"
+#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/sampling/block.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "distgraph/server/protocol.hpp"

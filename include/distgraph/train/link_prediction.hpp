@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/dist/detail/loader_features.hpp"
-#include "distgraph/dist/dist_graph.hpp"
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/graph_concepts.hpp"
+#include "distgraph/loaders/loader_features.hpp"
+#include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/graph/generators.hpp"
 #include "distgraph/train/trainer.hpp"
 #include "distgraph/train/training_run.hpp"

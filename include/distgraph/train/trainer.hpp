@@ -17,7 +17,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/core/trace.hpp"
-#include "distgraph/dist/dist_embedding.hpp"
+#include "distgraph/distributed/dist_embedding.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/concepts.hpp"

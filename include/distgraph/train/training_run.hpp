@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/dist/kv_client.hpp"
+#include "distgraph/distributed/kv_client.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/checkpoint.hpp"
 #include "distgraph/train/metrics.hpp"

@@ -6,14 +6,14 @@
 #include <set>
 #include <tuple>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/sampling/labor_sampler.hpp"
 #include "distgraph/sampling/sample_local.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_dist_graph {
+namespace test_distributed_dist_graph {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -183,4 +183,4 @@ TEST_CASE("weighted distributed sampling never picks zero-probability edges", "[
                   RemoteError);
 }
 
-}  // namespace test_dist_dist_graph
+}  // namespace test_distributed_dist_graph

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/dist/detail/prefetcher.hpp"
-#include "distgraph/dist/loader_options.hpp"
+#include "distgraph/loaders/detail/prefetcher.hpp"
+#include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/rng.hpp"
 
 namespace distgraph::detail {

@@ -7,12 +7,12 @@
 #include <numeric>
 #include <string>
 
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_policies {
+namespace test_distributed_policies {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -194,4 +194,4 @@ TEST_CASE(
   CHECK(basic.in_degrees(seeds) == any.in_degrees(seeds));
 }
 
-}  // namespace test_dist_policies
+}  // namespace test_distributed_policies

@@ -7,16 +7,16 @@
 #include <random>
 #include <thread>
 
-#include "distgraph/dist/dist_embedding.hpp"
-#include "distgraph/dist/dist_tensor.hpp"
-#include "distgraph/dist/node_split.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/distributed/dist_embedding.hpp"
+#include "distgraph/distributed/dist_tensor.hpp"
+#include "distgraph/distributed/node_split.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_dist_tensor {
+namespace test_distributed_dist_tensor {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -605,4 +605,4 @@ TEST_CASE("balance_shares never moves a padding repeat into the share holding it
   }
 }
 
-}  // namespace test_dist_dist_tensor
+}  // namespace test_distributed_dist_tensor

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "distgraph/core/half.hpp"
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
@@ -17,7 +17,7 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_feat_dtype {
+namespace test_distributed_feat_dtype {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -152,4 +152,4 @@ TEST_CASE("a loader refuses a feature stored as integers, naming it", "[dist][ba
                         Catch::Contains("float16 or bfloat16"));
 }
 
-}  // namespace test_dist_feat_dtype
+}  // namespace test_distributed_feat_dtype

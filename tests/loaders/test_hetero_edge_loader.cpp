@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/sampling/rng.hpp"
@@ -19,7 +19,7 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_hetero_edge_loader {
+namespace test_loaders_hetero_edge_loader {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -326,4 +326,4 @@ TEST_CASE("a typed edge loader refuses seeds of another type and unknown or ambi
   }
 }
 
-}  // namespace test_dist_hetero_edge_loader
+}  // namespace test_loaders_hetero_edge_loader

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/node_split.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/node_split.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/load_partition.hpp"
@@ -24,7 +24,7 @@
 #include "support/small_hsbm.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_dist_hetero_dist_graph {
+namespace test_distributed_hetero_dist_graph {
 
 using namespace distgraph;
 using distgraph::test::TempDir;
@@ -399,4 +399,4 @@ TEST_CASE("a graph of one node type and one edge type partitions and samples as 
   }
 }
 
-}  // namespace test_dist_hetero_dist_graph
+}  // namespace test_distributed_hetero_dist_graph

@@ -7,13 +7,13 @@
 #include <set>
 #include <string>
 
-#include "distgraph/dist/edge_data_loader.hpp"
-#include "distgraph/dist/node_data_loader.hpp"
-#include "distgraph/dist/standalone.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "support/loader_batches.hpp"
 #include "support/partitioned_sbm.hpp"
 
-namespace test_dist_data_loaders {
+namespace test_loaders_data_loaders {
 
 using namespace distgraph;
 using distgraph::test::every;
@@ -413,4 +413,4 @@ TEST_CASE("edge loader rejects bad input at construction with typed errors", "[d
   CHECK_THROWS_AS(L(g, train, {5}, {.feature = "missing"}), NotFound);
 }
 
-}  // namespace test_dist_data_loaders
+}  // namespace test_loaders_data_loaders

@@ -13,7 +13,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/half.hpp"
-#include "distgraph/dist/loader_options.hpp"
+#include "distgraph/loaders/loader_options.hpp"
 
 namespace distgraph::detail {
 

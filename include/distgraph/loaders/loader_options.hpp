@@ -1,0 +1,108 @@
+// LoaderOptions, BatchTimings and TypedRows: what the node and edge data loaders share.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/sampling/rng.hpp"
+#include "distgraph/server/protocol.hpp"
+
+namespace distgraph {
+
+/// How a data loader batches and fetches (designated initialisers:
+/// `{.batch_size = 1000, .num_prefetch_threads = 2}`).
+struct LoaderOptions {
+  std::int64_t batch_size = 1;  ///< seeds per batch, >= 1
+  bool shuffle = true;          ///< a new order each epoch (see epoch_order)
+  bool drop_last = false;       ///< drop the last batch when it is short
+  std::uint64_t seed = 0;       ///< decides shuffles, sampling and negatives
+  std::int64_t rank = 0;        ///< this trainer's rank (part of every random key)
+  /// Background threads making batches ahead of the consumer; 0 makes each batch inside
+  /// next(). Batch i is the same for any count.
+  unsigned num_prefetch_threads = 0;
+  std::int64_t prefetch_depth = 4;  ///< batches made or in the making ahead, >= 1
+  std::string feature = "feat";     ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
+  std::string label = "label";      ///< int64 node data of the output nodes; "" = none
+  /// The neighbour sampler of every layer. Last on purpose: GCC 12 at -O3 warns
+  /// (-Wmaybe-uninitialized, a false positive) about its string when a member initialised
+  /// after it may throw.
+  SamplerSpec sampler{};
+  /// One sampler per layer (input layer first), replacing `sampler` when not empty: e.g.
+  /// PerRelationSampler::spec with each layer's per-relation fanouts.
+  std::vector<SamplerSpec> layer_samplers{};
+};
+
+/// The sampler of layer `layer` (input layer first) under `o`.
+inline const SamplerSpec& layer_sampler(const LoaderOptions& o, std::int32_t layer) {
+  return o.layer_samplers.empty() ? o.sampler : o.layer_samplers[static_cast<std::size_t>(layer)];
+}
+
+/// Where one batch's time went, in seconds.
+struct BatchTimings {
+  double sample_s = 0;  ///< sampling the blocks (and, for edges, find_edges and negatives)
+  double fetch_s = 0;   ///< pulling features and labels
+  double wait_s = 0;    ///< the consumer blocked in next() for it (0 when it was ready)
+};
+
+/// Rows of one node type's typed data for some of a batch's input nodes.
+struct TypedRows {
+  std::int32_t ntype = 0;
+  std::vector<std::int64_t> positions;  ///< indices into the batch's input_nodes
+  std::vector<float> rows;              ///< positions.size() x cols, row-major
+  std::int64_t cols = 0;
+};
+
+/// The seed order of epoch `epoch` for trainer `rank`: `ids` as given without `shuffle`,
+/// else a Fisher-Yates shuffle drawn from the stream of SampleKey{seed, epoch, rank,
+/// batch = -1} (a key no sampling call uses), so every run, thread count and process
+/// gets the same order for the same (seed, epoch, rank).
+inline std::vector<std::int64_t> epoch_order(std::span<const std::int64_t> ids, bool shuffle,
+                                             std::uint64_t seed, std::int64_t epoch,
+                                             std::int64_t rank) {
+  std::vector<std::int64_t> order(ids.begin(), ids.end());
+  if (!shuffle) return order;
+  SampleRng rng(hash_key(SampleKey{.seed = seed, .epoch = epoch, .rank = rank, .batch = -1}), -1);
+  for (std::size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[static_cast<std::size_t>(rng.below(i))]);
+  return order;
+}
+
+namespace detail {
+
+/// Validates the options every loader shares; `who` names the loader in messages.
+inline void check_loader_options(const LoaderOptions& o, const std::string& who) {
+  for (const auto& l : o.layer_samplers)
+    if (l.name.empty())
+      throw InvalidArgument(who + ": a layer sampler without a name; expected a sampler's spec");
+  if (o.batch_size < 1)
+    throw InvalidArgument(who + ": batch_size " + std::to_string(o.batch_size) + "; expected >= 1");
+  if (o.prefetch_depth < 1)
+    throw InvalidArgument(who + ": prefetch_depth " + std::to_string(o.prefetch_depth) +
+                          "; expected >= 1");
+}
+
+/// Throws InvalidArgument unless `o.layer_samplers` is empty or has one per layer.
+inline void check_layer_samplers(const LoaderOptions& o, std::size_t layers,
+                                 const std::string& who) {
+  if (!o.layer_samplers.empty() && o.layer_samplers.size() != layers)
+    throw InvalidArgument(who + ": " + std::to_string(o.layer_samplers.size()) +
+                          " layer samplers for " + std::to_string(layers) +
+                          " layers; expected one per layer");
+}
+
+/// Throws InvalidArgument for an empty seed set, IdOutOfRange for one outside [0, hi).
+inline void check_seed_ids(std::span<const std::int64_t> ids, std::int64_t hi,
+                           const std::string& who, const std::string& what) {
+  if (ids.empty())
+    throw InvalidArgument(who + ": the training set is empty; expected at least one " + what);
+  for (const std::int64_t v : ids)
+    if (v < 0 || v >= hi) throw IdOutOfRange(who + " " + what, v, 0, hi);
+}
+
+}  // namespace detail
+
+}  // namespace distgraph
