@@ -38,8 +38,8 @@
 
 #include "distgraph/distributed/dist_tensor.hpp"
 #include "distgraph/distributed/kv_client.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/io/posix_file.hpp"
 #include "distgraph/partition/range_partition_book.hpp"
 #include "distgraph/server/kv_server.hpp"
 #include "distgraph/storage/mmap_storage.hpp"

@@ -67,10 +67,10 @@
 
 #include "distgraph/core/timer.hpp"
 #include "distgraph/distributed/dist_graph.hpp"
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/partition_graph.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/server_process.hpp"

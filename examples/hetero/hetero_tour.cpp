@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/distributed/node_split.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_dataset.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/sampling/per_relation_sampler.hpp"
 #include "distgraph/sampling/relation_fanouts.hpp"
@@ -89,7 +89,8 @@ int main(int argc, char** argv) try {
     for (const auto t : g.node_types_of(share)) ++per_type[t];
     std::printf("node_split, rank %d of 2: %zu seeds:", static_cast<int>(rank), share.size());
     for (const auto& [t, n] : per_type)
-      std::printf(" %s %lld", ntypes[static_cast<std::size_t>(t)].c_str(), static_cast<long long>(n));
+      std::printf(" %s %lld", ntypes[static_cast<std::size_t>(t)].c_str(),
+                  static_cast<long long>(n));
     std::printf("\n");
     if (rank == 0) mine = share;
   }

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "distgraph/core/half.hpp"
-#include "distgraph/loaders/edge_data_loader.hpp"
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
@@ -73,11 +73,15 @@ TEST_CASE("loaders widen bfloat16 and float16 features to exactly the rounded fl
                                                                 std::string(dtype_name(t))));
     const auto want_row = [&](std::int64_t v) {
       const auto c = static_cast<std::size_t>(d.feat_dim);
-      return rounded(std::span(d.feat.data() + static_cast<std::size_t>(orig[static_cast<std::size_t>(v)]) * c, c), t);
+      return rounded(
+          std::span(d.feat.data() + static_cast<std::size_t>(orig[static_cast<std::size_t>(v)]) * c,
+                    c),
+          t);
     };
     std::vector<std::int64_t> seeds(100);
     for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = static_cast<std::int64_t>(i * 5);
-    NodeDataLoader loader(g, seeds, {3, 2}, {.batch_size = 32, .seed = 1, .num_prefetch_threads = 2});
+    NodeDataLoader loader(g, seeds, {3, 2},
+                          {.batch_size = 32, .seed = 1, .num_prefetch_threads = 2});
     std::int64_t rows = 0;
     for (const NodeBatch& b : loader.epoch(0)) {
       REQUIRE(b.feat_dim == d.feat_dim);

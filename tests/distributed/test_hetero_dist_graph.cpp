@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/distributed/node_split.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
 #include "distgraph/io/synthetic.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
@@ -122,7 +122,8 @@ TEST_CASE("a typed standalone DistGraph counts and pulls each node type's data",
       // A scattered subset of type-wise IDs, in no particular order.
       std::vector<std::int64_t> ids;
       for (std::int64_t i = view.count() - 1; i >= 0; i -= 3) ids.push_back(i);
-      std::rotate(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(ids.size() / 3), ids.end());
+      std::rotate(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(ids.size() / 3),
+                  ids.end());
       const auto global = view.to_global(ids);
       CHECK(view.to_type_wise(global) == ids);
       std::set<std::int32_t> parts;
@@ -137,7 +138,8 @@ TEST_CASE("a typed standalone DistGraph counts and pulls each node type's data",
         REQUIRE(f.type_of[static_cast<std::size_t>(global[i])] == g.node_type(ntype).value);
         const auto want = f.feat_row(global[i]);
         REQUIRE(std::vector<float>(rows.begin() + static_cast<std::ptrdiff_t>(i * w),
-                                   rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * w)) == want);
+                                   rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * w)) ==
+                want);
       }
     }
   }
@@ -252,8 +254,8 @@ TEST_CASE("a per-relation NodeDataLoader keeps each relation's fanout and typed 
     for (std::int32_t r = 0; r < R; ++r) {
       const auto dst_type = types.node_type(types.edge_type(EdgeType(r)).dst_type);
       for (const auto v : f.data.dst[static_cast<std::size_t>(r)])
-        ++in_degree[{global_of_input[static_cast<std::size_t>(types.node_range(dst_type).begin + v)],
-                     r}];
+        ++in_degree[{
+            global_of_input[static_cast<std::size_t>(types.node_range(dst_type).begin + v)], r}];
     }
   }
   const auto papers = g.nodes("paper");

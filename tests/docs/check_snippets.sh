@@ -16,7 +16,7 @@
 #   order, each in a block nested inside the one before, so a fragment may use the names
 #   that fragments above it declared (the document is read top to bottom) and may redeclare
 #   them. Declarations that need namespace scope belong in a whole program.
-# - A snippet needs libtorch when it includes distgraph/torch.hpp, distgraph/train/...,
+# - A snippet needs libtorch when it includes distgraph/torch.hpp, distgraph/{nn,train,infer,tasks}/...,
 #   torch/, ATen/ or c10/. Fragments that need no libtorch compile against
 #   distgraph::distgraph; when some fragment needs libtorch, all of them compile again
 #   against distgraph::torch, only where it exists (the listing says so otherwise).

@@ -72,7 +72,7 @@ function close_block(    i, first, ninc, is_torch, is_program, includes, body, f
         continue
       }
       includes = includes line_directive(i) body_line[i] "\n"
-      if (body_line[i] ~ /distgraph\/torch\.hpp|distgraph\/train\/|[<"](torch|ATen|c10)\//)
+      if (body_line[i] ~ /distgraph\/torch\.hpp|distgraph\/(nn|train|infer|tasks|gpu)\/|[<"](torch|ATen|c10)\//)
         is_torch = 1
     } else if (!first && trim(body_line[i]) != "" && body_line[i] !~ /^[ \t]*\/\//) {
       first = i

@@ -107,11 +107,12 @@ TEST_CASE("cuda: the trainer runs the same code on a CUDA device", "[gpu]") {
   REQUIRE_CUDA();
   const SbmFixture f;
   torch::manual_seed(3);
-  Trainer<> gpu(f.model(), {.lr = 0.01, .weight_decay = 0, .device = torch::Device("cuda:0")});
+  Trainer<GraphSAGE> gpu(f.model(),
+                         {.lr = 0.01, .weight_decay = 0, .device = torch::Device("cuda:0")});
   const auto [gpu_acc, gpu_last] = train_and_test(f, gpu, 8);
   CHECK(gpu.model()->parameters().front().device().is_cuda());
   torch::manual_seed(3);
-  Trainer<> cpu(f.model(), {.lr = 0.01, .weight_decay = 0});
+  Trainer<GraphSAGE> cpu(f.model(), {.lr = 0.01, .weight_decay = 0});
   const auto [cpu_acc, cpu_last] = train_and_test(f, cpu, 8);
   INFO("test accuracy: cuda " << gpu_acc << ", cpu " << cpu_acc);
   CHECK(gpu_acc > 0.7);
@@ -145,7 +146,7 @@ TEST_CASE("NCCL: a trainer group on one GPU picks NCCL for the gradients and tra
         g.gradients->allreduce(t)->wait();
         CHECK(t[0].sum().item<float>() == Approx(12.0f));
         torch::manual_seed(3);
-        Trainer<> trainer(f.model(),
+        Trainer<GraphSAGE> trainer(f.model(),
                           {.lr = 0.01,
                            .weight_decay = 0,
                            .device = torch::Device("cuda:0"),

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <regex>
+#include <string>
 
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
@@ -87,6 +88,9 @@ TEST_CASE(
                                    {DISTGRAPH_EXAMPLE_CUSTOM_SAMPLER, c.config.string()}));
   CHECK_THAT(out, Catch::Contains("[trainer 0.0] trainers 4"));
   CHECK(find(out, "digest ([0-9]+), rule holds") == expected);
+  // The user's servers say where they listen, as `distgraph serve` does.
+  for (const char* s : {"0.0", "1.0"})
+    CHECK_THAT(out, Catch::Contains(std::string("server ") + s + " listening on 127.0.0.1 port"));
   CHECK(none_left(c.tmp.path().string(), 10s));
 }
 

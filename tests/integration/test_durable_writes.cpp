@@ -51,12 +51,14 @@ std::string folder_of(const std::string& p) { return fs::path(p).parent_path().s
 std::vector<Publish> publishes(const fs::path& log) {
   static const std::regex sync_re(R"re(^(\d+)\s+f(?:data)?sync\(\d+<([^>]*)>)re");
   static const std::regex rename_re(
-      R"re(^(\d+)\s+rename(?:at2?)?\((?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)", (?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)")re");
+      R"re(^(\d+)\s+rename(?:at2?)?\((?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)", )re"
+      R"re((?:AT_FDCWD(?:<[^>]*>)?, )?"([^"]*)")re");
   static const std::regex resumed_re(R"re(^(\d+)\s+<\.\.\. rename(?:at2?)? resumed>.*= 0\s*$)re");
   std::ifstream in(log);
   std::vector<Publish> out;
   std::map<std::string, std::set<std::string>> synced;  // pid -> paths fsynced so far
-  std::map<std::string, std::vector<std::size_t>> open;  // pid -> its renames awaiting a folder sync
+  std::map<std::string, std::vector<std::size_t>>
+      open;  // pid -> its renames awaiting a folder sync
   std::map<std::string, Publish> pending;                // pid -> a rename not yet returned
   const auto accept = [&](const std::string& pid, Publish p) {
     p.synced_before = synced[pid].count(p.from) > 0;

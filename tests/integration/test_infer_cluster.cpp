@@ -54,7 +54,8 @@ bool infer_available() {
   }
 
 /// A small SBM dataset folder in `dir`.
-fs::path small_dataset(const fs::path& dir, std::int64_t nodes, std::int64_t feat, std::uint64_t seed) {
+fs::path small_dataset(const fs::path& dir, std::int64_t nodes, std::int64_t feat,
+                       std::uint64_t seed) {
   distgraph::write_dataset(dir, distgraph::sbm_dataset({.num_nodes = nodes,
                                                         .num_classes = 4,
                                                         .avg_degree = 8,

@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include "distgraph/distributed/dist_graph.hpp"
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/loaders/edge_data_loader.hpp"
 #include "distgraph/loaders/node_data_loader.hpp"
-#include "distgraph/distributed/standalone.hpp"
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "distgraph/distributed/dist_embedding.hpp"
 #include "distgraph/distributed/dist_graph.hpp"
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/distributed/row_cache.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "support/loader_batches.hpp"
 #include "support/loader_cluster.hpp"
 
@@ -135,8 +135,9 @@ TEST_CASE("a machine's row cache serves other machines' rows byte for byte, fill
   for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(a[i].features == b[i].features);
 
   // A tensor is cached once per job: a rebuild under readers could mix old slots and new rows.
-  CHECK_THROWS_AS(graphs[2].cache_remote_rows("feat", budget, [] { return std::vector<std::int64_t>{}; }),
-                  InvalidArgument);
+  CHECK_THROWS_AS(
+      graphs[2].cache_remote_rows("feat", budget, [] { return std::vector<std::int64_t>{}; }),
+      InvalidArgument);
   c.shutdown();
 }
 
@@ -185,8 +186,8 @@ TEST_CASE("a cache whose owner died still serves its rows, and the rest fail wit
   auto reference = c.graph(-1);
   const auto remote = owned_by(g, 1);
   const auto want = reference.ndata<float>("feat").pull(remote);
-  const std::vector<std::int64_t> half(remote.begin(),
-                                       remote.begin() + static_cast<std::ptrdiff_t>(remote.size() / 2));
+  const std::vector<std::int64_t> half(
+      remote.begin(), remote.begin() + static_cast<std::ptrdiff_t>(remote.size() / 2));
   const auto row_bytes = static_cast<std::size_t>(g.ndata<float>("feat").num_cols()) * 4;
   REQUIRE(g.cache_remote_rows("feat", half.size() * row_bytes, [&] { return half; }).rows ==
           static_cast<std::int64_t>(half.size()));

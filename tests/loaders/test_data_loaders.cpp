@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
+#include "distgraph/distributed/standalone.hpp"
 #include "distgraph/loaders/edge_data_loader.hpp"
 #include "distgraph/loaders/node_data_loader.hpp"
-#include "distgraph/distributed/standalone.hpp"
 #include "support/loader_batches.hpp"
 #include "support/partitioned_sbm.hpp"
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/loaders/edge_data_loader.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/hetero_synthetic.hpp"
+#include "distgraph/loaders/edge_data_loader.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "support/loader_batches.hpp"

@@ -52,8 +52,9 @@ std::string header_of(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("features partitioned as bfloat16 or float16 hold each float32 row rounded, byte for byte",
-          "[partition]") {
+TEST_CASE(
+    "features partitioned as bfloat16 or float16 hold each float32 row rounded, byte for byte",
+    "[partition]") {
   const Dataset d = small_sbm();
   for (DType t : {DType::bfloat16, DType::float16, DType::float32}) {
     INFO(dtype_name(t));
@@ -78,7 +79,8 @@ TEST_CASE("features partitioned as bfloat16 or float16 hold each float32 row rou
       CHECK(part.node_feats.at("label").dtype == DType::int64);
       CHECK(part.node_feats.at("train_mask").dtype == DType::bool_);
       // NumPy's view of the file: '<u2' words for bfloat16, '<f2' for float16.
-      const std::string h = header_of(tmp / ("part" + std::to_string(p)) / "node_feat" / "feat.npy");
+      const std::string h =
+          header_of(tmp / ("part" + std::to_string(p)) / "node_feat" / "feat.npy");
       if (t == DType::bfloat16) CHECK(h.find("'descr': '<u2'") != std::string::npos);
       if (t == DType::float16) CHECK(h.find("'descr': '<f2'") != std::string::npos);
     }

@@ -178,16 +178,18 @@ TEST_CASE("partition_graph rejects typed data of the wrong size or of an unknown
     std::vector<float> wrong(static_cast<std::size_t>(n) * 2, 1.0f);
     data.emplace_back("author/extra", HostTensor::from(Buffer<float>(std::move(wrong)), {n, 2}));
     CHECK_THROWS_AS(partition_graph(g, "h", 2, tmp.path(), {}, data), ShapeError);
-    CHECK_THROWS_WITH(partition_graph(g, "h", 2, tmp.path(), {}, data),
-                      Catch::Contains("author/extra") &&
-                          Catch::Contains(std::to_string(d.types.num_nodes(d.types.node_type("author")))));
+    CHECK_THROWS_WITH(
+        partition_graph(g, "h", 2, tmp.path(), {}, data),
+        Catch::Contains("author/extra") &&
+            Catch::Contains(std::to_string(d.types.num_nodes(d.types.node_type("author")))));
   }
   SECTION("a typed tensor one row short") {
     TensorList data;
     const std::int64_t rows = d.types.num_nodes(d.types.node_type("paper")) - 1;
-    data.emplace_back("paper/feat",
-                      HostTensor::from(Buffer<float>(std::vector<float>(static_cast<std::size_t>(rows), 0.0f)),
-                                       {rows, 1}));
+    data.emplace_back(
+        "paper/feat",
+        HostTensor::from(Buffer<float>(std::vector<float>(static_cast<std::size_t>(rows), 0.0f)),
+                         {rows, 1}));
     CHECK_THROWS_AS(partition_graph(g, "h", 2, tmp.path(), {}, data), ShapeError);
     CHECK_THROWS_WITH(partition_graph(g, "h", 2, tmp.path(), {}, data),
                       Catch::Contains("paper/feat"));
@@ -195,9 +197,10 @@ TEST_CASE("partition_graph rejects typed data of the wrong size or of an unknown
   SECTION("a name with '/' whose prefix is not a node type") {
     TensorList data;
     const std::int64_t n = d.num_nodes();
-    data.emplace_back("unknown_type/feat",
-                      HostTensor::from(Buffer<float>(std::vector<float>(static_cast<std::size_t>(n), 0.0f)),
-                                       {n, 1}));
+    data.emplace_back(
+        "unknown_type/feat",
+        HostTensor::from(Buffer<float>(std::vector<float>(static_cast<std::size_t>(n), 0.0f)),
+                         {n, 1}));
     CHECK_THROWS_AS(partition_graph(g, "h", 2, tmp.path(), {}, data), InvalidArgument);
     CHECK_THROWS_WITH(partition_graph(g, "h", 2, tmp.path(), {}, data),
                       Catch::Contains("unknown_type/feat"));

@@ -3,7 +3,7 @@
 #include <map>
 #include <random>
 
-#include "distgraph/sampling/detail/id_hash_map.hpp"
+#include "distgraph/sampling/id_hash_map.hpp"
 
 namespace test_sampling_id_hash_map {
 

@@ -313,7 +313,8 @@ TEST_CASE("relation segments hold each row's relation offsets, empty relations i
     CHECK(row[3] == v.row_begin(r) + v.degree(r));
     for (std::int32_t ty = 0; ty < 3; ++ty) {
       CHECK(row[ty] <= row[ty + 1]);
-      for (auto i = row[ty]; i < row[ty + 1]; ++i) CHECK(t.edge_types[static_cast<std::size_t>(i)] == ty);
+      for (auto i = row[ty]; i < row[ty + 1]; ++i)
+        CHECK(t.edge_types[static_cast<std::size_t>(i)] == ty);
     }
   }
   // A fault leaves no offsets and names the row.

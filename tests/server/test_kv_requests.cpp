@@ -350,10 +350,10 @@ TEST_CASE(
   const auto push_parity = [&](std::int64_t parity) {
     std::vector<float> p(edges.size());
     for (std::size_t i = 0; i < edges.size(); ++i) p[i] = edges[i] % 2 == parity ? 1.0f : 0.0f;
-    const Reply r =
-        s.handle(MsgType::push,
-                 RowsRequest{stored, RowKind::edge, static_cast<std::int64_t>(edges.size())}.encode(),
-                 {std::as_bytes(std::span(edges)), std::as_bytes(std::span(p))});
+    const Reply r = s.handle(
+        MsgType::push,
+        RowsRequest{stored, RowKind::edge, static_cast<std::int64_t>(edges.size())}.encode(),
+        {std::as_bytes(std::span(edges)), std::as_bytes(std::span(p))});
     REQUIRE(r.status == Status::ok);
   };
   // Every owned node as a seed; all the picks' edge IDs.

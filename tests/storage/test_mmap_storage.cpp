@@ -178,7 +178,8 @@ TEST_CASE("a bfloat16 tensor stays bfloat16 for every process that attaches to t
   CHECK(read_npy(s.file_path("node:feat")).header.dtype == DType::bfloat16);
 }
 
-TEST_CASE("create_from_npy copies an array in, and higher ranks flatten into columns", "[storage]") {
+TEST_CASE("create_from_npy copies an array in, and higher ranks flatten into columns",
+          "[storage]") {
   test::TempDir tmp;
   const std::vector<double> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   write_npy(tmp / "cube.npy", v, {2, 3, 2});

@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "distgraph/storage/detail/row_locks.hpp"
+#include "distgraph/storage/row_locks.hpp"
 #include "support/what_contains.hpp"
 
 namespace test_storage_row_locks {

@@ -18,7 +18,8 @@
 namespace distgraph::test {
 
 /// `count` node IDs uniform over [0, n), repeats possible.
-inline std::vector<std::int64_t> random_nodes(std::int64_t n, std::size_t count, std::uint64_t seed) {
+inline std::vector<std::int64_t> random_nodes(std::int64_t n, std::size_t count,
+                                              std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
   std::vector<std::int64_t> v(count);

@@ -10,10 +10,10 @@
 #include "batch_source.hpp"
 #include "distgraph/core/buffer.hpp"
 #include "distgraph/io/synthetic.hpp"
+#include "distgraph/nn/graph_sage.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
-#include "distgraph/train/graph_sage.hpp"
 
 namespace distgraph::test {
 

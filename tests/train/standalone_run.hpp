@@ -13,6 +13,7 @@
 #include "batch_source.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/dataset.hpp"
+#include "distgraph/nn/graph_sage.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/train/trainer.hpp"
 
@@ -106,7 +107,7 @@ class StandaloneData {
                                      .dropout = s.dropout,
                                      .input_dropout = s.input_dropout,
                                      .aggregator = s.aggregator});
-    Trainer<> trainer(model, {.lr = s.lr, .weight_decay = s.weight_decay});
+    Trainer<GraphSAGE> trainer(model, {.lr = s.lr, .weight_decay = s.weight_decay});
     auto train = source(train_, s.fanouts, s.batch_size, true, seed);
     RunResult r;
     for (std::int64_t e = 0; e < s.epochs; ++e) {

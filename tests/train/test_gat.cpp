@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "distgraph/train/gat.hpp"
-#include "distgraph/train/node_model.hpp"
+#include "distgraph/nn/gat.hpp"
+#include "distgraph/nn/node_model.hpp"
 
 namespace test_train_gat {
 

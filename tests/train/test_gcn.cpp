@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "distgraph/train/gcn.hpp"
+#include "distgraph/nn/gcn.hpp"
 #include "support/dense_block.hpp"
 
 namespace test_train_gcn {

@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
+#include "distgraph/nn/hetero_block_tensors.hpp"
+#include "distgraph/nn/hetero_input.hpp"
+#include "distgraph/nn/hetero_sage.hpp"
+#include "distgraph/nn/rgcn.hpp"
 #include "distgraph/sampling/block.hpp"
-#include "distgraph/train/hetero_block_tensors.hpp"
-#include "distgraph/train/hetero_input.hpp"
-#include "distgraph/train/hetero_sage.hpp"
-#include "distgraph/train/rgcn.hpp"
 
 namespace test_train_hetero_models {
 

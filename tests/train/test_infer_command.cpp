@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "distgraph/infer/trained_node_model.hpp"
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/npy.hpp"
-#include "distgraph/train/trained_node_model.hpp"
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
 
@@ -56,8 +56,8 @@ TEST_CASE("distgraph infer on a trained Cora run predicts result.json's test acc
   const fs::path run = tmp / "run";
   std::string out;
   // Two METIS partitions: relabeled IDs differ from Cora's, so the order is really tested.
-  int rc = run_cli({"train", cora.string(), "--standalone", "--epochs", "20", "--out", run.string()},
-                   out);
+  int rc = run_cli(
+      {"train", cora.string(), "--standalone", "--epochs", "20", "--out", run.string()}, out);
   INFO(out);
   REQUIRE(rc == 0);
   rc = run_cli({"infer", "--checkpoint", run.string(), "--standalone", "--json"}, out);

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "distgraph/distributed/standalone.hpp"
+#include "distgraph/infer/layerwise_inference.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
-#include "distgraph/train/layerwise_inference.hpp"
-#include "distgraph/train/node_classification.hpp"
+#include "distgraph/tasks/node_classification.hpp"
 #include "support/temp_dir.hpp"
 
 namespace test_train_layerwise_inference {
@@ -126,7 +126,8 @@ TEST_CASE("layer-wise inference equals the full-neighbourhood forward pass for s
   check_close(logits, ref.logits);
   check_close(emb, ref.embeddings);
   // The layers' tensors are gone once the pass ends.
-  for (const auto& spec : g.client().list(0)) CHECK(spec.name.find("distgraph:infer/") == std::string::npos);
+  for (const auto& spec : g.client().list(0))
+    CHECK(spec.name.find("distgraph:infer/") == std::string::npos);
 }
 
 TEST_CASE("two trainers share layer-wise inference, each computing its own nodes", "[train]") {

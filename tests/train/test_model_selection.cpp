@@ -14,8 +14,8 @@
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/tasks/node_classification.hpp"
 #include "distgraph/train/checkpoint.hpp"
-#include "distgraph/train/node_classification.hpp"
 #include "support/temp_dir.hpp"
 
 namespace test_train_model_selection {
@@ -38,7 +38,8 @@ struct Setup {
     so.feat_dim = 16;
     so.feature_noise = 3.0;
     so.seed = 11;
-    partition_dataset(sbm_dataset(so), "g", 2, dir.path(), {.method = PartMethod::metis, .seed = 2});
+    partition_dataset(sbm_dataset(so), "g", 2, dir.path(),
+                      {.method = PartMethod::metis, .seed = 2});
     o.epochs = 12;
     o.hidden = 64;
     o.fanouts = {5, 5};

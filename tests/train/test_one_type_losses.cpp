@@ -11,7 +11,7 @@
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
-#include "distgraph/train/node_classification.hpp"
+#include "distgraph/tasks/node_classification.hpp"
 #include "support/one_type_hetero.hpp"
 #include "support/temp_dir.hpp"
 

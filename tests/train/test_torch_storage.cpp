@@ -36,10 +36,12 @@ TEST_CASE("TorchStorage keeps the storage contract and exposes its rows as a tor
   std::vector<float> out(3);
   s.read_rows("emb", std::vector<std::int64_t>{1}, std::as_writable_bytes(std::span(out)));
   CHECK((out == std::vector<float>{8, 10, 12}));
-  CHECK_THROWS_AS(s.read_rows("emb", std::vector<std::int64_t>{6}, std::as_writable_bytes(std::span(out))),
-                  IdOutOfRange);
-  CHECK_THROWS_AS(s.read_rows("nope", std::vector<std::int64_t>{0}, std::as_writable_bytes(std::span(out))),
-                  NotFound);
+  CHECK_THROWS_AS(
+      s.read_rows("emb", std::vector<std::int64_t>{6}, std::as_writable_bytes(std::span(out))),
+      IdOutOfRange);
+  CHECK_THROWS_AS(
+      s.read_rows("nope", std::vector<std::int64_t>{0}, std::as_writable_bytes(std::span(out))),
+      NotFound);
   CHECK(s.list().size() == 1);
   CHECK(s.remove("emb"));
   CHECK_FALSE(s.contains("emb"));

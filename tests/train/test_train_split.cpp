@@ -17,8 +17,8 @@
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
-#include "distgraph/train/node_classification.hpp"
-#include "distgraph/train/train_split.hpp"
+#include "distgraph/tasks/node_classification.hpp"
+#include "distgraph/tasks/train_split.hpp"
 #include "support/temp_dir.hpp"
 #include "trainer_threads.hpp"
 
@@ -43,7 +43,8 @@ struct Parts {
     so.val_fraction = 0.2;
     so.test_fraction = 0.2;
     so.seed = 17;
-    partition_dataset(sbm_dataset(so), "g", 2, dir.path(), {.method = PartMethod::metis, .seed = 3});
+    partition_dataset(sbm_dataset(so), "g", 2, dir.path(),
+                      {.method = PartMethod::metis, .seed = 3});
   }
 };
 
@@ -69,7 +70,8 @@ double cost_of(const std::vector<std::int64_t>& ids, const std::vector<std::int6
   double c = 0;
   for (const auto id : ids) {
     const auto it = std::lower_bound(deg_ids.begin(), deg_ids.end(), id);
-    c += 1.0 + static_cast<double>(std::min<std::int64_t>(deg[static_cast<std::size_t>(it - deg_ids.begin())], 25));
+    c += 1.0 + static_cast<double>(
+                   std::min<std::int64_t>(deg[static_cast<std::size_t>(it - deg_ids.begin())], 25));
   }
   return c;
 }
@@ -103,7 +105,8 @@ TEST_CASE("the plain local split equals node_split over the whole training set",
   with_group(2, [&](int r, c10::intrusive_ptr<CollectiveGroup> group) {
     try {
       local_train_share(cluster.graph(),
-                        LocalSplitOptions{.mask = "no_such_mask", .rank = r, .world = 2}, group.get());
+                        LocalSplitOptions{.mask = "no_such_mask", .rank = r, .world = 2},
+                        group.get());
     } catch (const InvalidArgument& e) {
       std::lock_guard lock(mu);
       errors.push_back(e.what());
@@ -178,13 +181,15 @@ TEST_CASE("a trainer's split reads its own partition's mask: twice the nodes on 
     std::mutex mu;
     with_group(parts, [&](int r, c10::intrusive_ptr<CollectiveGroup> group) {
       const auto share = local_train_share(
-          cluster.graph(), LocalSplitOptions{.rank = r, .world = parts, .degree_cap = 25}, group.get());
+          cluster.graph(), LocalSplitOptions{.rank = r, .world = parts, .degree_cap = 25},
+          group.get());
       std::lock_guard lock(mu);
       read[static_cast<std::size_t>(r)] = share.mask_rows_read;
     });
     const std::int64_t partition = so.num_nodes / parts;
     for (int r = 0; r < parts; ++r) {
-      INFO(so.num_nodes << " nodes, trainer " << r << " read " << read[static_cast<std::size_t>(r)]);
+      INFO(so.num_nodes << " nodes, trainer " << r << " read "
+                        << read[static_cast<std::size_t>(r)]);
       CHECK(read[static_cast<std::size_t>(r)] >= partition * 9 / 10);  // its own partition
       // Its own, and of others only the ends its share runs into (chunks that double).
       CHECK(read[static_cast<std::size_t>(r)] <= partition * 16 / 10);

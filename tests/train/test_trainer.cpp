@@ -1,4 +1,5 @@
-// Gradient all-reduce over gloo, the trainer loop (single and data-parallel), Cora (GPU: tests/gpu).
+// Gradient all-reduce over gloo, the trainer loop (single and data-parallel), Cora (GPU:
+// tests/gpu).
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -12,15 +13,15 @@
 #include <vector>
 
 #include "batch_source.hpp"
-#include "sbm_fixture.hpp"
-#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/io/synthetic.hpp"
+#include "distgraph/loaders/node_data_loader.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/torch.hpp"
+#include "sbm_fixture.hpp"
 #include "standalone_run.hpp"
-#include "trainer_threads.hpp"
 #include "support/temp_dir.hpp"
+#include "trainer_threads.hpp"
 
 namespace test_train_trainer {
 
@@ -107,8 +108,9 @@ TEST_CASE("a trainer refuses a gradient group that is not its own group's", "[tr
                            .interface = {}};
     TrainerOptions to{.lr = 0.01, .weight_decay = 0};
     to.gradient_group = make_gloo_group(make_tcp_store(solo), solo);
-    CHECK_THROWS_AS(Trainer<>(f.model(), to, group), InvalidArgument);
-    CHECK_THROWS_AS(Trainer<>(f.model(), to), InvalidArgument);  // and none without a group
+    CHECK_THROWS_AS(Trainer<GraphSAGE>(f.model(), to, group), InvalidArgument);
+    CHECK_THROWS_AS(Trainer<GraphSAGE>(f.model(), to),
+                    InvalidArgument);  // and none without a group
     // Both ranks fail before any collective, so the pair's group is still in step.
     CHECK(all_reduce_sum(*group, std::vector<double>{1.0 * rank})[0] == 1.0);
   });
@@ -118,7 +120,7 @@ TEST_CASE("a trainer learns an SBM graph well above chance and reports its epoch
           "[train]") {
   torch::manual_seed(3);
   const SbmFixture f;
-  Trainer<> trainer(f.model(), {.lr = 0.01, .weight_decay = 0});
+  Trainer<GraphSAGE> trainer(f.model(), {.lr = 0.01, .weight_decay = 0});
   auto train = f.source(f.ids(f.data.train_mask), {5, 10}, 64);
   EpochStats first, last;
   for (int e = 0; e < 10; ++e) {
@@ -153,8 +155,8 @@ TEST_CASE("two data-parallel trainers keep identical parameters and agree on eva
       return rank == 0 ? std::vector<std::int64_t>(ids.begin(), mid)
                        : std::vector<std::int64_t>(mid, ids.end());
     };
-    Trainer<> trainer(f.model(), {.lr = 0.01, .all_reduce = {.timeout = collective_timeout}},
-                      group);
+    Trainer<GraphSAGE> trainer(f.model(),
+                               {.lr = 0.01, .all_reduce = {.timeout = collective_timeout}}, group);
     CHECK(trainer.world_size() == 2);
     CHECK(trainer.rank() == rank);
     auto train = f.source(half(train_ids), {5, 10}, 45, rank);
@@ -185,7 +187,7 @@ TEST_CASE("trainers with unequal batch counts all stop with BatchCountMismatch",
   const auto ids = f.ids(f.data.train_mask);
   std::vector<int> mismatches(2, 0);
   with_group(2, [&](int rank, c10::intrusive_ptr<CollectiveGroup> group) {
-    Trainer<> trainer(f.model(), {.all_reduce = {.timeout = collective_timeout}}, group);
+    Trainer<GraphSAGE> trainer(f.model(), {.all_reduce = {.timeout = collective_timeout}}, group);
     // 3 batches on rank 0, 2 on rank 1.
     auto train =
         f.source(std::vector<std::int64_t>(ids.begin(), ids.begin() + (rank == 0 ? 30 : 20)),
@@ -206,7 +208,7 @@ TEST_CASE("trainers with unequal batch counts all stop with BatchCountMismatch",
 TEST_CASE("the trainer rejects batches without labels or with features of the wrong size",
           "[train]") {
   const SbmFixture f;
-  Trainer<> trainer(f.model());
+  Trainer<GraphSAGE> trainer(f.model());
   auto ids = f.ids(f.data.train_mask);
   ids.resize(10);
   auto sampler = std::make_shared<MultiLayerNeighborSampler<>>(std::vector<std::int64_t>{3, 3});

@@ -22,8 +22,9 @@ inline constexpr std::chrono::milliseconds collective_timeout{30000};
 /// Runs `body(rank, store, options)` on `world` threads, each connected to a TCPStore
 /// that rank 0 hosts on a free port of 127.0.0.1 (options: loopback, that port). Rethrows
 /// the first exception of any rank after all have finished.
-inline void with_store(int world, const std::function<void(int, const c10::intrusive_ptr<c10d::Store>&,
-                                                    const RendezvousOptions&)>& body) {
+inline void with_store(int world,
+                       const std::function<void(int, const c10::intrusive_ptr<c10d::Store>&,
+                                                const RendezvousOptions&)>& body) {
   std::promise<std::uint16_t> port;
   auto port_future = port.get_future().share();
   std::vector<std::future<void>> done;

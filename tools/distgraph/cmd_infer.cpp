@@ -18,6 +18,8 @@
 
 #include "cli.hpp"
 #include "distgraph/core/timer.hpp"
+#include "distgraph/infer/layerwise_inference.hpp"
+#include "distgraph/infer/trained_node_model.hpp"
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/partition/partition_config.hpp"
@@ -25,9 +27,7 @@
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
 #include "distgraph/runtime/loopback_cluster.hpp"
-#include "distgraph/train/layerwise_inference.hpp"
 #include "distgraph/train/threads.hpp"
-#include "distgraph/train/trained_node_model.hpp"
 #include "infer_output.hpp"
 #include "run_command.hpp"
 
@@ -122,7 +122,8 @@ void check_writable(const fs::path& out) {
   const bool ok = !ec && f && f.flush();
   f.close();
   fs::remove(probe, ec);
-  if (!ok) throw IoError(out.string(), "cannot write files there; expected a writable --out folder");
+  if (!ok)
+    throw IoError(out.string(), "cannot write files there; expected a writable --out folder");
 }
 
 /// What infer.json records of the run besides the figures.
@@ -147,12 +148,13 @@ void print_result(const nlohmann::json& j, bool json) {
       std::snprintf(buf, sizeof buf, "%s%.3f", layers.empty() ? "" : ", ", s.get<double>());
       layers += buf;
     }
-    std::printf("inferred %lld nodes (%s) in %.3f s: layers %s s, writing %.3f s; %s, %lld part(s), "
-                "%lld trainer(s)\n",
-                j["nodes"].get<long long>(), j["output"].get<std::string>().c_str(),
-                j["seconds"].get<double>(), layers.c_str(), j["write_s"].get<double>(),
-                j["mode"].get<std::string>().c_str(), j["parts"].get<long long>(),
-                j["trainers"].get<long long>());
+    std::printf(
+        "inferred %lld nodes (%s) in %.3f s: layers %s s, writing %.3f s; %s, %lld part(s), "
+        "%lld trainer(s)\n",
+        j["nodes"].get<long long>(), j["output"].get<std::string>().c_str(),
+        j["seconds"].get<double>(), layers.c_str(), j["write_s"].get<double>(),
+        j["mode"].get<std::string>().c_str(), j["parts"].get<long long>(),
+        j["trainers"].get<long long>());
   }
   std::fflush(stdout);
 }

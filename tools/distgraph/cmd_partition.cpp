@@ -16,7 +16,7 @@
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
-#include "hetero_input.hpp"
+#include "typed_dataset_input.hpp"
 
 namespace distgraph::cli {
 namespace {

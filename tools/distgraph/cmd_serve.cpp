@@ -1,16 +1,12 @@
 // `distgraph serve`: one server process of a cluster machine (what the launcher starts).
-#include <pthread.h>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.hpp"
 #include "distgraph/core/memory.hpp"
-#include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/runtime/server_process.hpp"
@@ -60,31 +56,7 @@ int run_serve(std::vector<std::string> argv) {
     if (const char* env = std::getenv("DISTGRAPH_SECRET_FILE")) secret_file = env;
   if (!secret_file.empty()) o.secret = read_secret_file(secret_file);
 
-  // SIGINT/SIGTERM are taken by a watcher thread (blocked everywhere else) that asks the
-  // server to stop, so the process exits 0 after a clean shutdown.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  // Under `distgraph launch --trace` (DISTGRAPH_TRACE): a timeline of the requests served.
-  trace::start_trace_from_environment("server " + std::to_string(o.machine) + "." +
-                                      std::to_string(o.server_id));
-  ServerProcess server(o);
-  std::printf("server %d.%d listening on %s port %u (partition %d)\n", o.machine, o.server_id,
-              o.ip_config.machines[static_cast<std::size_t>(o.machine)].ip.c_str(),
-              static_cast<unsigned>(server.port()), o.machine);
-  std::fflush(stdout);
-  std::thread watcher([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    server.stop();
-  });
-  server.run();
-  // Wake the watcher if the shutdown came over the wire.
-  pthread_kill(watcher.native_handle(), SIGUSR1);
-  watcher.join();
+  serve_until_stopped(std::move(o));
   return 0;
 }
 

@@ -30,14 +30,14 @@
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
 #include "distgraph/runtime/loopback_cluster.hpp"
+#include "distgraph/tasks/hetero_node_classification.hpp"
+#include "distgraph/tasks/link_prediction.hpp"
+#include "distgraph/tasks/node_classification.hpp"
 #include "distgraph/train/allreduce.hpp"
-#include "distgraph/train/hetero_node_classification.hpp"
-#include "distgraph/train/link_prediction.hpp"
-#include "distgraph/train/node_classification.hpp"
 #include "distgraph/train/threads.hpp"
-#include "hetero_input.hpp"
 #include "infer_output.hpp"
 #include "run_command.hpp"
+#include "typed_dataset_input.hpp"
 
 namespace distgraph::cli {
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "distgraph/core/timer.hpp"
 #include "distgraph/core/durable_file.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/infer/layerwise_inference.hpp"
 #include "distgraph/io/npy.hpp"
-#include "distgraph/train/layerwise_inference.hpp"
-#include "distgraph/train/node_model.hpp"
+#include "distgraph/nn/node_model.hpp"
 #include "npy_row_file.hpp"
 
 namespace distgraph::cli {

@@ -123,7 +123,8 @@ inline void publish_file(const std::string& tmp, const std::string& target) {
     detail::sync_descriptor(fd.get(), target);
   }
   if (::rename(tmp.c_str(), target.c_str()) != 0)
-    throw IoError(target, detail::errno_message("cannot rename the temporary file into place", errno));
+    throw IoError(target,
+                  detail::errno_message("cannot rename the temporary file into place", errno));
   sync_folder(detail::folder_of(target));
 }
 

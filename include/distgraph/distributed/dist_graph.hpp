@@ -184,7 +184,8 @@ class BasicDistGraph {
     }
     /// Creates data `name` of this type, one row per node (edge) of it (collective).
     template <class V>
-    tensor_type<V> create_data(const std::string& name, std::int64_t cols, InitSpec init = {}) const {
+    tensor_type<V> create_data(const std::string& name, std::int64_t cols,
+                               InitSpec init = {}) const {
       return tensor_type<V>::create(graph_.client_, data_name(name), kind_, cols, init);
     }
     /// The server-side name of data `name` of this type ("node:paper/feat").

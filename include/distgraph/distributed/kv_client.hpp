@@ -22,7 +22,7 @@
 #include "distgraph/core/trace.hpp"
 #include "distgraph/distributed/row_cache.hpp"
 #include "distgraph/partition/concepts.hpp"
-#include "distgraph/server/detail/ownership.hpp"
+#include "distgraph/server/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/storage/scatter_read.hpp"

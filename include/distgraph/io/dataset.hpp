@@ -20,8 +20,8 @@
 #include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/parallel.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/io/posix_file.hpp"
 
 namespace distgraph {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
+#include "distgraph/io/posix_file.hpp"
 
 namespace distgraph {
 

@@ -24,8 +24,8 @@
 #include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/half.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/mapped_file.hpp"
+#include "distgraph/io/posix_file.hpp"
 
 namespace distgraph {
 
@@ -601,8 +601,8 @@ inline Buffer<bool> read_npy_bool(const std::filesystem::path& path,
 /// The bytes a `.npy` file of this dtype and shape starts with: magic, version, length and
 /// the dict, padded with spaces and a final '\n' so the data starts at a multiple of 64
 /// (NumPy's rule). bfloat16 is written as "<u2" with npy_bfloat16_note after the dict,
-/// which this reader turns back into bfloat16. Version 1.0 when the header fits 65535 bytes, else 2.0. Throws
-/// ShapeError naming `subject` for a negative or overflowing shape.
+/// which this reader turns back into bfloat16. Version 1.0 when the header fits 65535 bytes,
+/// else 2.0. Throws ShapeError naming `subject` for a negative or overflowing shape.
 inline std::string npy_header_bytes(DType dtype, std::span<const std::int64_t> shape,
                                     const std::string& subject = "npy header") {
   if (!detail::checked_num_elements(shape, dtype_size(dtype)))

@@ -14,13 +14,13 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/core/trace.hpp"
+#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/detail/loader_base.hpp"
 #include "distgraph/loaders/loader_features.hpp"
-#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
-#include "distgraph/sampling/detail/id_hash_map.hpp"
 #include "distgraph/sampling/frontier.hpp"
+#include "distgraph/sampling/id_hash_map.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
 #include "distgraph/sampling/rng.hpp"
 
@@ -287,7 +287,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     out.timings.sample_s = clock.seconds();
     clock.reset();
     trace::Span fetch_span("fetch", "loader");
-    fetch_span.arg("batch", key.batch).arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
+    fetch_span.arg("batch", key.batch)
+        .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     s.feat.pull(s.graph, mb.input_nodes, out);
     fetch_span.end();
     out.timings.fetch_s = clock.seconds();

@@ -25,7 +25,8 @@ struct LoaderOptions {
   /// next(). Batch i is the same for any count.
   unsigned num_prefetch_threads = 0;
   std::int64_t prefetch_depth = 4;  ///< batches made or in the making ahead, >= 1
-  std::string feature = "feat";     ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
+  std::string feature =
+      "feat";  ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
   std::string label = "label";      ///< int64 node data of the output nodes; "" = none
   /// The neighbour sampler of every layer. Last on purpose: GCC 12 at -O3 warns
   /// (-Wmaybe-uninitialized, a false positive) about its string when a member initialised

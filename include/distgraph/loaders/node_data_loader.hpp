@@ -14,9 +14,9 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/timer.hpp"
 #include "distgraph/core/trace.hpp"
+#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/detail/loader_base.hpp"
 #include "distgraph/loaders/loader_features.hpp"
-#include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
 #include "distgraph/sampling/multi_layer.hpp"
@@ -174,7 +174,8 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
     out.timings.sample_s = clock.seconds();
     clock.reset();
     trace::Span fetch_span("fetch", "loader");
-    fetch_span.arg("batch", key.batch).arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
+    fetch_span.arg("batch", key.batch)
+        .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     s.feat.pull(s.graph, mb.input_nodes, out);
     if (s.label) out.labels = s.label->pull(mb.output_nodes);
     fetch_span.end();

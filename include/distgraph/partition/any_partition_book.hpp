@@ -191,7 +191,8 @@ inline Buffer<std::int32_t> types_of_ids(
           type[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(t);
     return Buffer<std::int32_t>(std::move(type));
   }
-  const auto counts = c.extra.value("type_counts", nlohmann::json::object()).value(kind, nlohmann::json());
+  const auto counts =
+      c.extra.value("type_counts", nlohmann::json::object()).value(kind, nlohmann::json());
   if (!counts.is_array() || counts.size() != names.size())
     throw PartitionError(c.path.string() + ": a typed partition without relabeling needs "
                          "distgraph.type_counts." + kind + " (one count per type)");

@@ -16,10 +16,7 @@ struct partition_book_tag {};
 
 /// True when B names partition_book_tag as its policy_category (the nominal opt-in).
 template <class B>
-concept TaggedPartitionBook = requires {
-  typename B::policy_category;
-}
-&&std::same_as<typename B::policy_category, partition_book_tag>;
+concept TaggedPartitionBook = std::same_as<typename B::policy_category, partition_book_tag>;
 
 /// A partition book: which partition owns each global node and edge ID, and the local
 /// ID of each within its owner. Global IDs are homogeneous int64 over all types; a local

@@ -254,7 +254,8 @@ inline void write_rows(const std::filesystem::path& path, const HostTensor& t,
     const auto cols = static_cast<std::size_t>(t.row_elements());
     std::vector<std::byte> row(cols * dtype_size(as));
     for (std::int64_t r : rows) {
-      const auto* src = reinterpret_cast<const float*>(t.bytes.data() + static_cast<std::size_t>(r) * rb);
+      const auto* src =
+          reinterpret_cast<const float*>(t.bytes.data() + static_cast<std::size_t>(r) * rb);
       convert_from_float32(as, {src, cols}, row);
       out.append(row.data(), row.size());
     }
@@ -325,11 +326,12 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
       const std::int64_t rows =
           list == &node_data ? (type < 0 ? n : g.types.num_nodes(NodeType(type)))
                              : (type < 0 ? m : g.types.num_edges(EdgeType(type)));
-      const char* per = list == &node_data ? (type < 0 ? " (one per node)" : " (one per node of its type)")
-                                           : (type < 0 ? " (one per edge)" : " (one per edge of its type)");
+      const char* per = list == &node_data
+                            ? (type < 0 ? " (one per node)" : " (one per node of its type)")
+                            : (type < 0 ? " (one per edge)" : " (one per edge of its type)");
       if (t.rows() != rows || t.shape.empty())
-        throw ShapeError("tensor '" + tname + "'",
-                         std::to_string(t.rows()) + " rows; expected " + std::to_string(rows) + per);
+        throw ShapeError("tensor '" + tname + "'", std::to_string(t.rows()) + " rows; expected " +
+                                                       std::to_string(rows) + per);
     }
   }
   std::int64_t num_classes = 0;

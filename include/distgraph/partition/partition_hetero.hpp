@@ -32,7 +32,8 @@ inline Graph hetero_graph(const HeteroDataset& d, unsigned num_threads = 0) {
       dst[at + i] = t[i] + dof;
     }
   }
-  Coo coo{d.num_nodes(), Buffer<std::int64_t>(std::move(src)), Buffer<std::int64_t>(std::move(dst))};
+  Coo coo{d.num_nodes(), Buffer<std::int64_t>(std::move(src)),
+          Buffer<std::int64_t>(std::move(dst))};
   BuildOptions b;
   b.num_threads = num_threads;
   return build_graph(coo, d.types, b);

@@ -108,21 +108,7 @@ void run_server_role(const Environment& e) {
   o.num_trainers = e.num_trainers * o.ip_config.num_machines();
   if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
   if (!e.checkpoint_dir.empty()) o.checkpoint_dir = e.checkpoint_dir;
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  BasicServerProcess<P> server(std::move(o));
-  std::thread watcher([&] {
-    int sig = 0;
-    sigwait(&stop, &sig);
-    server.stop();
-  });
-  server.run();
-  pthread_kill(watcher.native_handle(), SIGUSR1);
-  watcher.join();
+  serve_until_stopped<P>(std::move(o));
 }
 
 /// Checks that server `who` (metadata `md`) was started for as many trainers as this

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -770,21 +772,20 @@ class LaunchRun {
   /// peak_rss_bytes}]}, written under a temporary name and renamed. A failure is said, not
   /// thrown: the launch's own outcome matters more than its summary.
   void write_report(int code) {
-    std::string s = "{\"exit\": " + std::to_string(code) + ", \"processes\": [";
-    for (std::size_t i = 0; i < procs_.size(); ++i) {
-      const LaunchProcess& p = procs_[i];
+    nlohmann::json processes = nlohmann::json::array();
+    for (const LaunchProcess& p : procs_) {
       const bool done = p.pid > 0 && !p.running && p.ended >= p.started;
       const double secs = done ? std::chrono::duration<double>(p.ended - p.started).count() : -1;
-      char num[64];
-      std::snprintf(num, sizeof num, "%.3f", secs);
-      s += std::string(i ? ", " : "") + "{\"label\": \"" + p.label +
-           "\", \"server\": " + (p.server ? "true" : "false") +
-           ", \"machine\": " + std::to_string(p.machine) + ", \"pid\": " + std::to_string(p.pid) +
-           ", \"status\": \"" + (done ? describe_status(p.status) : std::string("not ended")) +
-           "\", \"seconds\": " + num + ", \"peak_rss_bytes\": " + std::to_string(p.peak_rss_bytes) +
-           "}";
+      processes.push_back({{"label", p.label},
+                           {"server", p.server},
+                           {"machine", p.machine},
+                           {"pid", p.pid},
+                           {"status", done ? describe_status(p.status) : std::string("not ended")},
+                           {"seconds", std::round(secs * 1000) / 1000},
+                           {"peak_rss_bytes", p.peak_rss_bytes}});
     }
-    s += "]}\n";
+    const std::string s =
+        nlohmann::json{{"exit", code}, {"processes", std::move(processes)}}.dump(1) + "\n";
     try {
       write_file_durably(o_.report, s);
     } catch (const IoError& e) {

@@ -1,12 +1,14 @@
 // ServerProcess: one server of a cluster machine (main or backup), listening over TCP.
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -19,6 +21,7 @@
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/partition/partition_config.hpp"
 #include "distgraph/runtime/ip_config.hpp"
@@ -216,5 +219,40 @@ class BasicServerProcess {
 
 /// The server process of the default composition (what `distgraph serve` runs).
 using ServerProcess = BasicServerProcess<DefaultPolicies>;
+
+/// Runs one server of composition P until SIGINT or SIGTERM (a clean stop) or a shutdown
+/// over the wire, then returns. The signals go to a watcher thread and are blocked in every
+/// other thread, so call this before starting threads of your own. Under `distgraph launch
+/// --trace` it records the requests it serves. Once it listens, `out` gets one line:
+/// "server M.S listening on IP port N (partition M)". What `distgraph serve` and a
+/// program's server role (`initialize()`, `--server-program`) both run.
+template <Composition P = DefaultPolicies>
+void serve_until_stopped(ServeOptions o, std::FILE* out = stdout) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  trace::start_trace_from_environment("server " + std::to_string(o.machine) + "." +
+                                      std::to_string(o.server_id));
+  const int machine = o.machine, server_id = o.server_id;
+  const std::string ip = o.ip_config.machines.at(static_cast<std::size_t>(machine)).ip;
+  BasicServerProcess<P> server(std::move(o));
+  if (out) {
+    std::fprintf(out, "server %d.%d listening on %s port %u (partition %d)\n", machine, server_id,
+                 ip.c_str(), static_cast<unsigned>(server.port()), machine);
+    std::fflush(out);
+  }
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    server.stop();
+  });
+  server.run();
+  // Wake the watcher if the shutdown came over the wire.
+  pthread_kill(watcher.native_handle(), SIGUSR1);
+  watcher.join();
+}
 
 }  // namespace distgraph

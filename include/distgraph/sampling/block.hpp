@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/sampling/detail/id_hash_map.hpp"
 #include "distgraph/sampling/frontier.hpp"
+#include "distgraph/sampling/id_hash_map.hpp"
 
 namespace distgraph {
 

@@ -37,10 +37,7 @@ struct sampler_tag {};
 
 /// True when S names sampler_tag as its policy_category (the nominal opt-in).
 template <class S>
-concept TaggedSampler = requires {
-  typename S::policy_category;
-}
-&&std::same_as<typename S::policy_category, sampler_tag>;
+concept TaggedSampler = std::same_as<typename S::policy_category, sampler_tag>;
 
 /// A neighbour sampler (docs/concepts/Sampler.md). Semantics every model guarantees:
 /// - `s.validate(g)` checks what the sampler itself brings against the view (e.g. an edge

@@ -18,7 +18,7 @@
 #include "distgraph/graph/csr.hpp"
 #include "distgraph/graph/graph.hpp"
 #include "distgraph/sampling/concepts.hpp"
-#include "distgraph/sampling/detail/id_hash_map.hpp"
+#include "distgraph/sampling/id_hash_map.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "distgraph/sampling/sampler_spec.hpp"

@@ -32,6 +32,37 @@ constexpr bool distinct_names(const std::array<std::string_view, N>& names) {
 }
 }  // namespace detail
 
+template <DistributedSampler... S>
+struct SamplerSet;
+
+namespace detail {
+// A type named in SamplerSet<...>::with, checked one requirement at a time so that a type
+// that misses one fails with one line saying which (docs/concepts/Sampler.md), not with
+// the concept's whole conjunction.
+template <class S>
+struct CheckedSampler {
+  static_assert(TaggedSampler<S>,
+                "not a Sampler: opt in with `using policy_category = distgraph::sampler_tag;`");
+  static_assert(!TaggedSampler<S> || Sampler<S>,
+                "not a Sampler: it needs a copy constructor, `validate(const LocalGraphView&) "
+                "const` and `sample(view, local_seeds, fanout, key, picks) const`");
+  static_assert(!Sampler<S> || DistributedSampler<S>,
+                "not a DistributedSampler: it needs `static constexpr wire_name` and "
+                "`static S at_site(HeadReader& params, SamplerSite& site)`");
+  static constexpr bool ok = DistributedSampler<S>;
+};
+// The set with More appended, once every one of them is checked (the set alone otherwise:
+// the static_asserts above have said why, and nothing else need fail after them).
+template <bool Ok, class Set, class... More>
+struct AppendSamplers {
+  using type = Set;
+};
+template <DistributedSampler... S, class... More>
+struct AppendSamplers<true, SamplerSet<S...>, More...> {
+  using type = SamplerSet<S..., More...>;
+};
+}  // namespace detail
+
 /// The samplers a composition can run, known at compile time on both ends of the wire: a
 /// request names one by its wire name and the server dispatches over this list (no closed
 /// enum, no virtual call per seed). `SamplerSet<A, B>::with<C>` appends user samplers.
@@ -45,8 +76,12 @@ struct SamplerSet {
       std::string_view(S::wire_name)...};
   static_assert(detail::distinct_names(names), "SamplerSet: two samplers share a wire_name");
 
-  template <DistributedSampler... More>
-  using with = SamplerSet<S..., More...>;
+  /// This set with `More...` appended; a type that is not a DistributedSampler fails to
+  /// compile with one line naming the requirement it misses.
+  template <class... More>
+  using with =
+      typename detail::AppendSamplers<(detail::CheckedSampler<More>::ok && ...), SamplerSet,
+                                      More...>::type;
 
   /// Whether a sampler named `name` is in the set.
   static constexpr bool contains(std::string_view name) {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "distgraph/sampling/concepts.hpp"
-#include "distgraph/sampling/detail/id_hash_map.hpp"
+#include "distgraph/sampling/id_hash_map.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
 

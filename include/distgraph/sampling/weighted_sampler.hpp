@@ -52,8 +52,9 @@ class WeightedSampler {
     return SamplerSpec{std::string(wire_name), w.take()};
   }
   /// Rebuilt where the partition lives, from its copy of edge data `prob` (cached per site
-  /// and options, and rebuilt after a push to the tensor: SamplerSite::cached). Throws ProtocolError for
-  /// malformed parameters, NotFound / DTypeError for a missing or non-float32 tensor.
+  /// and options, and rebuilt after a push to the tensor: SamplerSite::cached). Throws
+  /// ProtocolError for malformed parameters, NotFound / DTypeError for a missing or non-float32
+  /// tensor.
   static WeightedSampler at_site(HeadReader& params, SamplerSite& site) {
     const std::string prob = params.get_string(256);
     const std::uint8_t replace = params.get<std::uint8_t>();

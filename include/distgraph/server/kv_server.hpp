@@ -26,7 +26,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/server/detail/init_values.hpp"
-#include "distgraph/server/detail/ownership.hpp"
+#include "distgraph/server/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/server/tensor_checkpoint.hpp"
 #include "distgraph/storage/concepts.hpp"
@@ -167,7 +167,8 @@ class KVServer {
       throw FrameTooLarge(subject + ": reply of " + std::to_string(items) + " x " +
                               std::to_string(item_bytes) + " bytes (overflows) refused",
                           std::numeric_limits<std::uint64_t>::max(), limit);
-    if (bytes > limit) throw FrameTooLarge(subject + ": reply refused before building it", bytes, limit);
+    if (bytes > limit)
+      throw FrameTooLarge(subject + ": reply refused before building it", bytes, limit);
   }
 
   /// Where save_tensors writes and load_tensors reads: `dir/<tag>/part-<P>/`. The
@@ -546,7 +547,8 @@ class KVServer {
   bool shutdown_ = false;
   std::map<std::string, BarrierState> barriers_;
   std::atomic<std::int32_t> job_trainers_{0};  ///< see set_job_trainers
-  std::atomic<std::uint64_t> max_reply_bytes_{default_max_frame_bytes};  ///< see set_max_reply_bytes
+  std::atomic<std::uint64_t> max_reply_bytes_{
+      default_max_frame_bytes};  ///< see set_max_reply_bytes
   std::mutex create_mu_;
   std::array<std::mutex, 256> row_mu_;
   std::mutex checkpoint_mu_;

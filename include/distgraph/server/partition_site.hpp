@@ -15,7 +15,7 @@
 #include "distgraph/partition/load_partition.hpp"
 #include "distgraph/sampling/partition_view.hpp"
 #include "distgraph/sampling/sampler_site.hpp"
-#include "distgraph/server/detail/ownership.hpp"
+#include "distgraph/server/ownership.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 

@@ -376,7 +376,8 @@ inline Reply error_reply(const std::exception& e, MsgType type) {
   if (dynamic_cast<const std::bad_alloc*>(&e))
     return Reply::error(Status::internal_error, msg_type_name(type) + ": out of memory");
   if (dynamic_cast<const PartitionError*>(&e)) return Reply::error(Status::bad_request, e.what());
-  if (dynamic_cast<const FrameTooLarge*>(&e)) return Reply::error(Status::frame_too_large, e.what());
+  if (dynamic_cast<const FrameTooLarge*>(&e))
+    return Reply::error(Status::frame_too_large, e.what());
   if (dynamic_cast<const ProtocolError*>(&e)) return Reply::error(Status::bad_request, e.what());
   if (dynamic_cast<const IdOutOfRange*>(&e)) return Reply::error(Status::out_of_range, e.what());
   if (dynamic_cast<const NotFound*>(&e)) return Reply::error(Status::not_found, e.what());

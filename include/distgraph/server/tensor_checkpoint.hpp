@@ -21,8 +21,8 @@
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/io/posix_file.hpp"
 #include "distgraph/server/protocol.hpp"
 #include "distgraph/storage/concepts.hpp"
 

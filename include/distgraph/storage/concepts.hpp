@@ -47,12 +47,10 @@ struct storage_tag {};
 ///   unknown names throw NotFound; byte spans of the wrong length throw ShapeError.
 /// All methods are thread-safe.
 template <class S>
-concept Storage = requires {
-  typename S::policy_category;
-}
-&&std::same_as<typename S::policy_category, storage_tag>&& requires(
-    S& s, const S& cs, const TensorSpec& spec, std::string_view name,
-    std::span<const std::int64_t> rows, std::span<std::byte> out, std::span<const std::byte> in) {
+concept Storage = std::same_as<typename S::policy_category, storage_tag> &&
+    requires(S& s, const S& cs, const TensorSpec& spec, std::string_view name,
+             std::span<const std::int64_t> rows, std::span<std::byte> out,
+             std::span<const std::byte> in) {
   { s.create(spec) } -> std::same_as<bool>;
   { s.create(spec, in) } -> std::same_as<bool>;
   { cs.contains(name) } -> std::same_as<bool>;
@@ -79,10 +77,9 @@ concept VersionedStorage = Storage<S> && requires(const S& cs, std::string_view 
 /// client the second copy when it reassembles rows of several owners in request order.
 /// Optional: clients fall back to read_rows and a scatter.
 template <class S>
-concept ScatterReadStorage = Storage<S> && requires(const S& cs, std::string_view name,
-                                                    std::span<const std::int64_t> rows,
-                                                    std::span<const std::size_t> at,
-                                                    std::span<std::byte> out) {
+concept ScatterReadStorage = Storage<S> &&
+    requires(const S& cs, std::string_view name, std::span<const std::int64_t> rows,
+             std::span<const std::size_t> at, std::span<std::byte> out) {
   cs.read_rows_at(name, rows, at, out);
 };
 

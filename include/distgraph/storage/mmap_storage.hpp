@@ -27,9 +27,9 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/storage/concepts.hpp"
-#include "distgraph/storage/detail/row_locks.hpp"
 #include "distgraph/storage/detail/shared_mapping.hpp"
-#include "distgraph/storage/detail/tensor_rows.hpp"
+#include "distgraph/storage/row_locks.hpp"
+#include "distgraph/storage/tensor_rows.hpp"
 
 namespace distgraph {
 
@@ -300,8 +300,8 @@ class MmapStorage : public detail::StorageCalls<MmapStorage> {
     const std::string target = tensor_file(spec.name).string();
     // A leading dot and a suffix other than ".npy": list() never takes it for a tensor.
     const std::string tmp =
-        (state_->dir / ("." + detail::tensor_file_name(spec.name) + ".npy.tmp-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(counter++)))
+        (state_->dir / ("." + detail::tensor_file_name(spec.name) + ".npy.tmp-" +
+                        std::to_string(::getpid()) + "-" + std::to_string(counter++)))
             .string();
     const std::int64_t shape[] = {spec.rows, spec.cols};
     const std::string header = npy_header_bytes(spec.dtype, shape, target);

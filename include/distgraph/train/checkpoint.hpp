@@ -127,7 +127,8 @@ inline void write_checkpoint_file(const std::filesystem::path& path, const std::
   const std::string leftover = path.filename().string() + ".tmp";
   std::vector<std::filesystem::path> stale;
   std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(path.parent_path().empty() ? "." : path.parent_path(), ec);
+  for (auto it = std::filesystem::directory_iterator(
+           path.parent_path().empty() ? "." : path.parent_path(), ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     if (it->path().filename().string().rfind(leftover, 0) == 0) stale.push_back(it->path());
   for (const auto& f : stale) std::filesystem::remove(f, ec);

@@ -17,8 +17,8 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/storage/concepts.hpp"
-#include "distgraph/storage/detail/row_locks.hpp"
-#include "distgraph/storage/detail/tensor_rows.hpp"
+#include "distgraph/storage/row_locks.hpp"
+#include "distgraph/storage/tensor_rows.hpp"
 
 namespace distgraph {
 

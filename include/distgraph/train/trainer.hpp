@@ -18,10 +18,9 @@
 #include "distgraph/core/timer.hpp"
 #include "distgraph/core/trace.hpp"
 #include "distgraph/distributed/dist_embedding.hpp"
+#include "distgraph/nn/block_tensors.hpp"
 #include "distgraph/train/allreduce.hpp"
-#include "distgraph/train/block_tensors.hpp"
 #include "distgraph/train/concepts.hpp"
-#include "distgraph/train/graph_sage.hpp"
 #include "distgraph/train/metrics.hpp"
 
 namespace distgraph {
@@ -152,14 +151,14 @@ class MetricAccumulator {
 }  // namespace detail
 
 /// Trains `Model` (a torch module holder whose `forward(const std::vector<BlockTensors>&,
-/// torch::Tensor features)` returns logits of the last block's destinations; GraphSAGE by
-/// default; parameters its `undecayed_parameters()` lists, if it has one, get no weight
-/// decay) with cross-entropy and Adam, data-parallel when given a c10d process group:
+/// torch::Tensor features)` returns logits of the last block's destinations, as GraphSAGE,
+/// GCN, GAT and NodeModel do; parameters its `undecayed_parameters()` lists, if it has one, get no
+/// weight decay) with cross-entropy and Adam, data-parallel when given a c10d process group:
 /// parameters are broadcast from rank 0 at construction and gradients averaged after each
 /// backward (GradientAllReducer). The device is a runtime value (`options.device`), so the
 /// same instantiation trains on the CPU or on `cuda:N`. Not thread-safe; every trainer of
 /// the group must call train_epoch / evaluate in the same order (they are collective).
-template <class Model = GraphSAGE>
+template <class Model>
 class Trainer {
  public:
   /// Moves `model` to options.device. With `group`, blocks until rank 0's parameters

@@ -19,12 +19,8 @@ struct transport_tag {};
 /// are pipelined and matched by request ID. Every method is thread-safe. call() is
 /// send() then get(deadline).
 template <class T>
-concept Transport = requires {
-  typename T::policy_category;
-}
-&&std::same_as<typename T::policy_category, transport_tag>&& requires(T& t, const T& ct, int server,
-                                                                      MsgType type, Message m,
-                                                                      Deadline d) {
+concept Transport = std::same_as<typename T::policy_category, transport_tag> &&
+    requires(T& t, const T& ct, int server, MsgType type, Message m, Deadline d) {
   { ct.num_servers() } -> std::same_as<int>;
   { t.send(server, type, std::move(m)) } -> std::same_as<PendingCall>;
   { t.call(server, type, std::move(m), d) } -> std::same_as<Reply>;

@@ -18,8 +18,8 @@
 #include <utility>
 
 #include "distgraph/core/error.hpp"
-#include "distgraph/io/detail/posix_file.hpp"
-#include "distgraph/storage/detail/row_locks.hpp"
+#include "distgraph/io/posix_file.hpp"
+#include "distgraph/storage/row_locks.hpp"
 
 namespace distgraph::detail {
 

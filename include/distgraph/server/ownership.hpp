@@ -70,7 +70,8 @@ class RowSpaces {
                    bool nodes) {
     for (std::size_t t = 0; t < types; ++t) {
       const auto ti = static_cast<std::int32_t>(t);
-      const auto ids = nodes ? book.owned_nodes(p, NodeType(ti)) : book.owned_edges(p, EdgeType(ti));
+      const auto ids =
+          nodes ? book.owned_nodes(p, NodeType(ti)) : book.owned_edges(p, EdgeType(ti));
       totals.push_back(nodes ? book.num_nodes(NodeType(ti)) : book.num_edges(EdgeType(ti)));
       counts.push_back(static_cast<std::int64_t>(ids.size()));
       if (ids.empty()) {

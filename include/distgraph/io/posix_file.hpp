@@ -1,5 +1,6 @@
-// POSIX file helpers for io/: a regular file opened for reading, full positioned reads (the
-// descriptor, full writes and durable replacement are core/durable_file.hpp's).
+// POSIX file helpers for the readers of io/, storage/ and server/: a regular file opened
+// for reading, full positioned reads (the descriptor, full writes and durable replacement
+// are core/durable_file.hpp's).
 #pragma once
 
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/storage/concepts.hpp"
-#include "distgraph/storage/detail/row_locks.hpp"
+#include "distgraph/storage/row_locks.hpp"
 
 namespace distgraph::detail {
 
@@ -335,7 +335,9 @@ class StorageCalls {
   /// name, dtype and shape exists (its data is left as it is). Throws InvalidArgument for
   /// a bad name, ShapeError or DTypeError (naming the tensor) for a bad or different
   /// layout, and what the model throws when memory or disk runs out. Thread-safe.
-  bool create(const TensorSpec& spec) { return created(spec, self().create_filled(spec, {}, false)); }
+  bool create(const TensorSpec& spec) {
+    return created(spec, self().create_filled(spec, {}, false));
+  }
 
   /// Like create(spec), then copies `bytes` (spec.size_bytes() bytes, row-major) into the
   /// new tensor before any other caller can see it. An existing tensor of the same layout

@@ -1,0 +1,284 @@
+// Run management shared by every training task (node classification, typed node
+// classification, link prediction): the run's result and result.json, the run folder's
+// log and checkpoints (resume, the servers' embedding checkpoints), the per-epoch seeds,
+// and the folder's model file for inference.
+#pragma once
+
+#include <torch/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/error.hpp"
+#include "distgraph/distributed/kv_client.hpp"
+#include "distgraph/tasks/run_log.hpp"
+#include "distgraph/train/allreduce.hpp"
+#include "distgraph/train/checkpoint.hpp"
+#include "distgraph/train/metrics.hpp"
+
+namespace distgraph {
+
+/// What a training run reached, whatever its task (the content of result.json, plus the
+/// per-epoch rows).
+struct RunResult {
+  Metric metric = Metric::accuracy;
+  double test = 0, val = 0;       ///< fractions in [0, 1]
+  std::int64_t epochs = 0;        ///< epochs trained in all, resumed ones included
+  std::int64_t resumed_from = 0;  ///< epochs the checkpoint had done (0: a fresh run)
+  double epoch_s_mean = 0;        ///< mean training time per epoch of this process's epochs
+  std::vector<EpochRow> rows;     ///< every epoch, resumed ones included (rank 0)
+  std::int64_t num_classes = 0, feat_dim = 0;
+  std::string mode;  ///< "standalone" (no servers) or "distributed"
+  std::int64_t parts = 0, trainers = 0;
+  std::uint64_t seed = 0;
+  /// Task-specific keys result.json carries besides the common ones (e.g. typed runs'
+  /// "test_macro_f1").
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+/// Called on rank 0 after each epoch with its row and the metric it reports.
+using EpochCallback = std::function<void(const EpochRow&, Metric)>;
+
+/// result.json's object for `r` (the keys users' scripts read; never rename one).
+inline nlohmann::json result_json(const RunResult& r) {
+  nlohmann::json j = {{"metric", to_string(r.metric)},
+                      {"test", r.test},
+                      {"val", r.val},
+                      {"epochs", r.epochs},
+                      {"epoch_s_mean", r.epoch_s_mean},
+                      {"mode", r.mode},
+                      {"parts", r.parts},
+                      {"trainers", r.trainers},
+                      {"seed", r.seed}};
+  j.update(r.extra);
+  return j;
+}
+
+namespace detail {
+
+/// A BatchSource over an optional loader: a trainer whose share of a node set is empty
+/// still takes part in the collective evaluation, with no batches.
+template <class Loader>
+class MaybeLoader {
+ public:
+  MaybeLoader() = default;
+  explicit MaybeLoader(Loader l) : loader_(std::move(l)) {}
+  void begin_epoch(std::int64_t e) {
+    if (loader_) loader_->begin_epoch(e);
+  }
+  std::int64_t num_batches() const { return loader_ ? loader_->num_batches() : 0; }
+  auto next() -> decltype(std::declval<Loader&>().next()) {
+    if (loader_) return loader_->next();
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<Loader> loader_;
+};
+
+/// A DistEmbedding's share of a checkpoint, kept by the servers: after each epoch rank 0
+/// asks every partition's server to save its own rows and SparseAdam state under a new
+/// tag (KVClient::save_tensors); checkpoint.pt records the tag; the previous tag is
+/// removed only once the new checkpoint.pt is in place, so a crash at any point leaves
+/// a checkpoint.pt whose tag exists.
+template <class Embedding>
+class EmbeddingCheckpoints {
+ public:
+  static constexpr const char* meta_key = "embedding_checkpoint";
+
+  explicit EmbeddingCheckpoints(const std::optional<Embedding>& emb) : emb_(emb) {
+    std::random_device rd;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%08x%08x", rd(), rd());
+    token_ = hex;
+  }
+
+  /// Saves under a tag for `epochs_done`; returns the meta naming it ({} without an
+  /// embedding).
+  nlohmann::json save(std::int64_t epochs_done) {
+    if (!emb_) return nlohmann::json::object();
+    next_ = "run-" + token_ + "-epoch-" + std::to_string(epochs_done);
+    emb_->save(next_);
+    return {{meta_key, next_}};
+  }
+  /// checkpoint.pt now names the latest save: the one before it can go.
+  void committed() {
+    if (!prev_.empty() && prev_ != next_) remove_quietly(prev_);
+    prev_ = next_;
+  }
+  /// Rank 0 of a resumed run: loads what `meta` names (CheckpointError when it names
+  /// nothing though this run learns an embedding).
+  void restore(const nlohmann::json& meta, const std::string& path) {
+    if (!emb_) return;
+    const std::string tag = meta.value(meta_key, std::string());
+    if (tag.empty())
+      throw CheckpointError(path,
+                            "names no saved embedding; this run learns '" + emb_->name() + "'");
+    emb_->load(tag);
+    prev_ = tag;
+  }
+  /// A fresh run writing over an earlier run's checkpoint.pt: that run's saved rows are
+  /// removed once this run's first checkpoint is in place (if they can be found).
+  void adopt_stale(const std::filesystem::path& checkpoint) {
+    if (!emb_ || !std::filesystem::exists(checkpoint)) return;
+    try {
+      prev_ = CheckpointReader(read_checkpoint_file(checkpoint), checkpoint.string())
+                  .meta()
+                  .value(meta_key, std::string());
+    } catch (const std::exception&) {
+      // unreadable: nothing to clean up after
+    }
+  }
+
+ private:
+  void remove_quietly(const std::string& tag) {
+    try {
+      emb_->table().client().remove_checkpoint(tag);
+    } catch (const std::exception& e) {
+      // Stale files cost disk, not correctness: training goes on.
+      std::fprintf(stderr, "warning: could not remove embedding checkpoint '%s': %s\n", tag.c_str(),
+                   e.what());
+    }
+  }
+
+  const std::optional<Embedding>& emb_;
+  std::string token_, next_, prev_;
+};
+
+/// Rank 0 reads the checkpoint at `path`; its bytes reach every trainer of `group`; each
+/// checks that it was written for `identity` (CheckpointError naming the first field that
+/// differs). Collective.
+inline CheckpointReader read_checkpoint_for(const std::filesystem::path& path,
+                                            const nlohmann::json& identity, std::int32_t rank,
+                                            CollectiveGroup* group,
+                                            std::chrono::milliseconds timeout) {
+  std::string bytes;
+  if (rank == 0) bytes = read_checkpoint_file(path);
+  if (group != nullptr) bytes = broadcast_bytes(*group, std::move(bytes), 0, timeout);
+  CheckpointReader ckpt(bytes, path.string());
+  const auto& meta = ckpt.meta();
+  const auto check = [&](const std::string& key, const nlohmann::json& want) {
+    const auto have =
+        meta.contains("run") ? meta["run"].value(key, nlohmann::json()) : nlohmann::json();
+    if (have != want)
+      throw CheckpointError(path.string(), "written for " + key + " = " + have.dump() +
+                                               "; this run has " + want.dump() +
+                                               " (another model, dataset or recipe)");
+  };
+  // The task and the model first: another model's checkpoint differs in its sizes too,
+  // and "model" is what the user should read.
+  for (const char* key : {"task", "model"})
+    if (identity.contains(key)) check(key, identity[key]);
+  for (const auto& [key, want] : identity.items()) check(key, want);
+  return ckpt;
+}
+
+/// The rows of `out`/metrics.csv before epoch `start` (a resumed run's history).
+inline std::vector<EpochRow> logged_rows(const std::filesystem::path& out, std::int64_t start) {
+  std::vector<EpochRow> rows;
+  if (std::filesystem::exists(out / "metrics.csv")) rows = read_metrics_csv(out / "metrics.csv");
+  std::erase_if(rows, [&](const EpochRow& r) { return r.epoch >= start; });
+  return rows;
+}
+
+/// What a checkpoint of any task must agree on to be resumed: the task, the graph's size,
+/// the input width and seed, and the task's `model` keys (the model's name and shape:
+/// model, aggregator, num_layers, hidden, and whatever else the task records).
+template <class Graph>
+nlohmann::json run_identity(const char* task, const Graph& g, std::int64_t in_feats,
+                            std::uint64_t seed, const nlohmann::json& model) {
+  nlohmann::json id = {{"task", task},
+                       {"in_feats", in_feats},
+                       {"num_nodes", g.num_nodes()},
+                       {"num_edges", g.num_edges()},
+                       {"seed", seed}};
+  id.update(model);
+  return id;
+}
+
+/// Resumes `trainer` from out/checkpoint.pt (see read_checkpoint_for): loads the model
+/// and optimizer state, sets res.resumed_from and, on rank 0, the logged rows before it.
+/// Returns the reader for the task's extra tensors. Collective.
+template <class TrainerT>
+CheckpointReader resume_run(TrainerT& trainer, const nlohmann::json& identity,
+                            const std::filesystem::path& out, std::int32_t rank,
+                            RunResult& res) {
+  CheckpointReader ckpt = read_checkpoint_for(out / "checkpoint.pt", identity, rank,
+                                              trainer.group(), trainer.collective_timeout());
+  ckpt.load(*trainer.model(), trainer.optimizer());
+  res.resumed_from = ckpt.meta().value("epochs_done", std::int64_t{0});
+  if (rank == 0) res.rows = logged_rows(out, res.resumed_from);
+  return ckpt;
+}
+
+/// Rank 0's bookkeeping after an epoch: the row joins the log; metrics.csv, curves.svg
+/// and the checkpoint are published in `out` when it is set, the checkpoint's meta
+/// extended by `extra_meta()` (state saved elsewhere first, e.g. by the servers); then
+/// the callback hears of it.
+template <class TrainerT, class ExtraMetaFn>
+void publish_epoch(RunResult& res, const EpochRow& row, Metric metric,
+                   const std::filesystem::path& out, TrainerT& trainer,
+                   const nlohmann::json& identity, ExtraMetaFn&& extra_meta,
+                   const EpochCallback& on_epoch) {
+  res.rows.push_back(row);
+  if (!out.empty()) {
+    write_run_log(out, res.rows, to_string(metric));
+    nlohmann::json meta = {{"run", identity}, {"epochs_done", row.epoch + 1}};
+    meta.update(extra_meta());
+    write_checkpoint_file(out / "checkpoint.pt",
+                          checkpoint_bytes(*trainer.model(), trainer.optimizer(), meta));
+  }
+  if (on_epoch) on_epoch(row, metric);
+}
+
+/// Fills in the run-wide fields of `res` (epochs: `done` in all, of which this process
+/// trained those from `start`; their mean epoch time; mode, partitions, trainers, seed);
+/// rank 0 publishes result.json in o.out.
+template <class Graph, class Options>
+void finish_result(RunResult& res, const Graph& g, const Options& o,
+                   std::int64_t start, std::int64_t done, double epoch_s_sum, std::int32_t rank,
+                   std::int32_t world) {
+  res.epochs = done;
+  const std::int64_t ran = std::max<std::int64_t>(done - start, 0);
+  res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
+  res.mode = g.client().layout().machine_id < 0 ? "standalone" : "distributed";
+  res.parts = g.book().num_partitions();
+  res.trainers = world;
+  res.seed = o.seed;
+  if (rank == 0 && !o.out.empty()) write_result(o.out, result_json(res));
+}
+
+/// The seed of torch's generator for (seed, epoch, rank): reseeding at every epoch makes
+/// an epoch's dropout masks depend on nothing before it, so a resumed run repeats them.
+inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, std::int32_t rank) {
+  std::uint64_t z = seed * 0x9e3779b97f4a7c15ULL +
+                    static_cast<std::uint64_t>(epoch) * 0xbf58476d1ce4e5b9ULL +
+                    static_cast<std::uint64_t>(rank) * 0x94d049bb133111ebULL + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) >> 1;  // torch::manual_seed keeps it as a signed value
+}
+
+/// What `g`'s client has pulled from other machines so far (nothing for graphs without a
+/// KV client).
+template <class Graph>
+RemoteTraffic remote_traffic_of(const Graph& g) {
+  if constexpr (requires { g.client().remote_traffic(); })
+    return g.client().remote_traffic();
+  else
+    return {};
+}
+
+}  // namespace detail
+
+}  // namespace distgraph
