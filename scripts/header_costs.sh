@@ -7,9 +7,10 @@
 # A header's cost is the best of N (3) wall times of `g++ -fsyntax-only` on a file that
 # includes only that header, with the flags of the build in DIR ($BUILD_DIR, else build/):
 # -std=c++20, the build type's flags and the include directories and defines a consumer of
-# distgraph::distgraph (distgraph::torch for train/ and torch.hpp) gets, as written by
-# tests/docs/CMakeLists.txt. train/ headers are measured only where that build found
-# libtorch; their cells stay as they are otherwise. A header that does not compile alone
+# distgraph::distgraph (distgraph::torch for the libtorch layers nn/, train/, infer/, tasks/
+# and torch.hpp) gets, as written by tests/docs/CMakeLists.txt. Those are measured only
+# where that build found libtorch; their cells stay as they are otherwise. The "Renamed"
+# table lists old paths and is left alone. A header that does not compile alone
 # gets "not measured: does not compile alone". A table row is measured when its first
 # backticked cell ending in .hpp names a header (relative to include/distgraph/ unless it
 # starts with distgraph/); its last cell is the cost. The paragraph starting "Last
@@ -41,7 +42,8 @@ cxx=${cxx:-g++}
 
 # The headers the tables list, in order of appearance.
 mapfile -t headers < <(awk '
-  /^\|/ {
+  /^## / { renamed = ($0 ~ /^## Renamed/) }  # old paths, not headers to measure
+  /^\|/ && !renamed {
     n = split($0, cell, "|")
     for (i = 2; i < n; i++)
       if (match(cell[i], /`[^`]*\.hpp`/)) {
@@ -78,7 +80,7 @@ empty=$(best_time "" "$flags")
 echo "empty file: $empty s (load average at the start: $load)"
 : >"$tmp/costs"
 for h in "${headers[@]}"; do
-  if [[ $h == distgraph/train/* || $h == distgraph/torch.hpp ]]; then
+  if [[ $h =~ ^distgraph/(nn|train|infer|tasks|gpu)/ || $h == distgraph/torch.hpp ]]; then
     if [[ -z $torch_flags ]]; then
       echo "$h: not measured (this build has no distgraph::torch)"
       continue
@@ -113,7 +115,8 @@ awk -v costs="$tmp/costs" -v stamp="$stamp" '
   /^Last measured/ { print stamp; skipping = 1; next }
   skipping && !/^[ \t]*$/ { next }
   { skipping = 0 }
-  /^\|/ {
+  /^## / { renamed = ($0 ~ /^## Renamed/) }
+  /^\|/ && !renamed {
     n = split($0, cell, "|")
     for (i = 2; i < n; i++)
       if (match(cell[i], /`[^`]*\.hpp`/)) {

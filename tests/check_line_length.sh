@@ -8,7 +8,8 @@ cd "$root" || exit 1
 files=$(find include tools tests benchmarks examples \
         -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' | sort)
 [[ -n $files ]] || { echo "no sources under $root"; exit 1; }
-# Columns, not bytes: a UTF-8 character is one column.
+# Counted in bytes where awk is mawk (Debian's default), so a line with a multi-byte
+# character is held to a little less than 100 columns; gawk under C.UTF-8 counts columns.
 long=$(LC_ALL=C.UTF-8 awk 'length($0) > 100 { print FILENAME ":" FNR ": " length($0) " columns" }' \
        $files)
 if [[ -n $long ]]; then

@@ -3,6 +3,7 @@
 # test_<folder>_<file>: a folder's files share one translation unit (tests/CMakeLists.txt), so
 # two files' helpers of one name would collide, or worse, one would silently call the other's.
 set -u
+shopt -s nullglob
 root=${1:?tests dir}
 bad=0
 checked=0

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fails, naming file and line, when a header includes a higher layer, includes another
 # folder's detail/, or includes libtorch below the libtorch layers (Debian puts ATen/ on the
-# default include path, so the compiler cannot catch it), or when a folder has no rank. A
-# deprecated path (a header that only forwards to its new place, with a warning: API.md,
-# "Renamed") is exempt.
+# default include path, so the compiler cannot catch it), includes a deprecated path, or
+# when a folder has no rank. A deprecated path (a header that only forwards to its new
+# place, with a warning: API.md, "Renamed") is itself exempt.
 set -u
 root=${1:?include dir}
 rank() {
@@ -29,6 +29,10 @@ while IFS= read -r -d '' f; do
     inc=$(sed -E 's/.*#include\s*[<"]distgraph\/([a-z_]+)\/.*/\1/' <<<"$text")
     if [[ $layer != umbrella && $(rank "$inc") -gt $(rank "$layer") ]]; then
       echo "$f:$line: layer '$layer' includes higher layer '$inc'"; bad=1
+    fi
+    target=$(sed -E 's/.*#include\s*[<"](distgraph\/[^">]+)[">].*/\1/' <<<"$text")
+    if [[ -f $root/$target ]] && grep -q '^#pragma GCC warning "deprecated' "$root/$target"; then
+      echo "$f:$line: includes the deprecated path $target: include where it forwards"; bad=1
     fi
     if [[ $text =~ distgraph/([a-z_]+)/detail/ && ${BASH_REMATCH[1]} != "$layer" ]]; then
       echo "$f:$line: includes ${BASH_REMATCH[1]}/detail/, private to ${BASH_REMATCH[1]}/"; bad=1

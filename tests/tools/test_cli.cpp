@@ -159,6 +159,23 @@ TEST_CASE("distgraph --version prints the version, the commit and the libraries 
   CHECK(r.err.empty());
 }
 
+TEST_CASE("distgraph serve with a machine number past the ip config names the machine id",
+          "[tools]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const auto ip = tmp.path() / "ip_config.txt";
+  std::ofstream(ip) << "127.0.0.1 30050\n127.0.0.1 30060\n";
+  const RunResult r = run_cli({"serve", "--ip-config", ip.string(), "--part-config",
+                               (tmp.path() / "g.json").string(), "--machine", "5"});
+  INFO(describe(r));
+  CHECK(r.exit_code != 0);
+  CHECK(!r.timed_out);
+  CHECK(r.err.find("machine id") != std::string::npos);
+  CHECK(r.err.find('5') != std::string::npos);
+  CHECK(r.err.find("_M_range_check") == std::string::npos);  // not a library's own words
+  CHECK(r.out.find("listening") == std::string::npos);
+}
+
 TEST_CASE("distgraph info describes the built-in SBM graph", "[tools]") {
   REQUIRE_CLI();
   const RunResult r = run_cli({"info", "--sbm-nodes", "2000"});

@@ -237,8 +237,10 @@ void serve_until_stopped(ServeOptions o, std::FILE* out = stdout) {
   trace::start_trace_from_environment("server " + std::to_string(o.machine) + "." +
                                       std::to_string(o.server_id));
   const int machine = o.machine, server_id = o.server_id;
-  const std::string ip = o.ip_config.machines.at(static_cast<std::size_t>(machine)).ip;
+  // The process checks the machine number (IdOutOfRange naming it) before the line uses it.
+  const IpConfig ip_config = o.ip_config;
   BasicServerProcess<P> server(std::move(o));
+  const std::string& ip = ip_config.machines[static_cast<std::size_t>(machine)].ip;
   if (out) {
     std::fprintf(out, "server %d.%d listening on %s port %u (partition %d)\n", machine, server_id,
                  ip.c_str(), static_cast<unsigned>(server.port()), machine);

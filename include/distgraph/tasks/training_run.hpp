@@ -1,7 +1,7 @@
 // Run management shared by every training task (node classification, typed node
 // classification, link prediction): the run's result and result.json, the run folder's
-// log and checkpoints (resume, the servers' embedding checkpoints), the per-epoch seeds,
-// and the folder's model file for inference.
+// log and checkpoints (resume, the servers' embedding checkpoints) and the per-epoch seeds
+// (infer/trained_node_model.hpp reads the folder's model file back).
 #pragma once
 
 #include <torch/types.h>
