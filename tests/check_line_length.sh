@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Fails, naming file and line, when a line of a C++ source under include/, tools/, tests/,
-# benchmarks/ or examples/ is over 100 columns (docs/STYLE.md; .clang-format's ColumnLimit).
+# Fails, naming file and line, when a line of a C++ source under include/, compat/, tools/,
+# tests/, benchmarks/ or examples/ is over 100 columns (docs/STYLE.md; .clang-format's ColumnLimit).
 # `clang-format -i --lines=N:N FILE` mends one line without reformatting the rest.
 set -u
 root=${1:?source dir}
 cd "$root" || exit 1
-files=$(find include tools tests benchmarks examples \
+files=$(find include compat tools tests benchmarks examples \
         -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' | sort)
 [[ -n $files ]] || { echo "no sources under $root"; exit 1; }
 # Counted in bytes where awk is mawk (Debian's default), so a line with a multi-byte

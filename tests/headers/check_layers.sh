@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Fails, naming file and line, when a header includes a higher layer, includes another
 # folder's detail/, or includes libtorch below the libtorch layers (Debian puts ATen/ on the
-# default include path, so the compiler cannot catch it), includes a deprecated path, or
-# when a folder has no rank. A deprecated path (a header that only forwards to its new
-# place, with a warning: API.md, "Renamed") is itself exempt.
+# default include path, so the compiler cannot catch it), includes a deprecated path (a
+# forwarding header of ../compat/: API.md, "Renamed"), or when a folder has no rank.
 set -u
 root=${1:?include dir}
 rank() {
@@ -20,7 +19,6 @@ while IFS= read -r -d '' f; do
   rel=${f#"$root"/distgraph/}
   layer=${rel%%/*}
   [[ "$rel" == */* ]] || layer=umbrella
-  grep -q '^#pragma GCC warning "deprecated' "$f" && continue
   checked=$((checked + 1))
   if [[ $layer != umbrella && $(rank "$layer") -lt 0 ]]; then
     echo "$f: folder '$layer' has no rank here: give it one (and a row in ARCHITECTURE.md)"; bad=1
@@ -31,7 +29,7 @@ while IFS= read -r -d '' f; do
       echo "$f:$line: layer '$layer' includes higher layer '$inc'"; bad=1
     fi
     target=$(sed -E 's/.*#include\s*[<"](distgraph\/[^">]+)[">].*/\1/' <<<"$text")
-    if [[ -f $root/$target ]] && grep -q '^#pragma GCC warning "deprecated' "$root/$target"; then
+    if [[ ! -f $root/$target && -f $root/../compat/$target ]]; then
       echo "$f:$line: includes the deprecated path $target: include where it forwards"; bad=1
     fi
     if [[ $text =~ distgraph/([a-z_]+)/detail/ && ${BASH_REMATCH[1]} != "$layer" ]]; then
