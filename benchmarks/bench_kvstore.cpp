@@ -11,6 +11,9 @@
 //                  the same request and reply bytes. Target ratio >= 0.6.
 // rtt_small        us per pull of 100 rows over loopback. Bound: the raw socket pair's
 //                  exchange of the same sizes. Target ratio (bound/value) >= 0.5.
+// pull_remote_tls, rtt_small_tls  the same from the same servers through a second port
+//                  that speaks TLS 1.3 (a PSK from a shared secret, AES-128-GCM). Bound:
+//                  the plaintext figure of the same run (ratio = TLS / plaintext).
 // pull_concurrent  aggregate rows/s of K trainer clients (own connections) pulling 10,000
 //                  random rows each from 2 servers at once. Bound: the raw pair's single
 //                  stream in rows/s. Afterwards K clients push_add to overlapping rows and
@@ -32,6 +35,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -67,6 +71,7 @@ struct Servers {
   std::vector<std::shared_ptr<MmapStorage>> stores;
   std::vector<std::unique_ptr<KVServer<MmapStorage>>> kv;
   std::vector<std::unique_ptr<AsioServer>> net;
+  std::vector<std::unique_ptr<AsioServer>> net_tls;  // the same handlers over TLS
 
   Servers(const RangePartitionBook& book, std::int64_t cols, unsigned threads) {
     const std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
@@ -90,17 +95,24 @@ struct Servers {
           kv.back()->handler(),
           AsioServerOptions{.num_threads = threads, .run_inline = quick_request}));
       net.back()->start();
+      net_tls.push_back(std::make_unique<AsioServer>(
+          kv.back()->handler(), AsioServerOptions{.num_threads = threads,
+                                                  .run_inline = quick_request,
+                                                  .secret = std::string(tls_secret)}));
+      net_tls.back()->start();
     }
   }
   ~Servers() {
+    for (auto& n : net_tls) n->stop();
     for (auto& n : net) n->stop();
     for (auto& d : dirs) std::filesystem::remove_all(d);
   }
-  std::vector<Endpoint> endpoints() const {
+  std::vector<Endpoint> endpoints(bool tls = false) const {
     std::vector<Endpoint> e;
-    for (auto& n : net) e.push_back(n->endpoint());
+    for (auto& n : tls ? net_tls : net) e.push_back(n->endpoint());
     return e;
   }
+  static constexpr std::string_view tls_secret = "bench";
 };
 
 std::vector<std::int64_t> random_ids(std::int64_t lo, std::int64_t hi, std::size_t n,
@@ -132,12 +144,15 @@ int main(int argc, char** argv) {
               {"runs", std::to_string(runs) + " (best kept; bound and figure alternate)"}});
   Servers servers(book, cols, 2);
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
-  auto make_client = [&](int machine) {
+  auto make_client = [&](int machine, bool tls = false) {
     std::shared_ptr<MmapStorage> local;
     if (machine >= 0)
       local = std::make_shared<MmapStorage>(
           MmapStorage::attach(servers.dirs[static_cast<std::size_t>(machine)]));
-    return std::make_shared<Client>(std::make_shared<AsioTransport>(servers.endpoints()), book,
+    AsioTransportOptions to;
+    if (tls) to.secret = std::string(Servers::tls_secret);
+    return std::make_shared<Client>(std::make_shared<AsioTransport>(servers.endpoints(tls), to),
+                                    book,
                                     ClusterLayout{.num_machines = parts,
                                                   .servers_per_machine = 1,
                                                   .machine_id = machine,
@@ -186,6 +201,8 @@ int main(int argc, char** argv) {
   {
     auto client = make_client(-1);
     const auto feat = DistTensor<float, Client>::open(client, "feat", RowKind::node);
+    const auto feat_tls =
+        DistTensor<float, Client>::open(make_client(-1, true), "feat", RowKind::node);
     RawPair raw;
     const auto big = random_ids(rows_per_part, 2 * rows_per_part, 10'000, rng);  // partition 1
     const auto small = random_ids(rows_per_part, 2 * rows_per_part, 100, rng);
@@ -195,10 +212,12 @@ int main(int argc, char** argv) {
     const std::size_t small_req = small.size() * 8 + 64, small_rep = small.size() * row_bytes + 32;
     for (int i = 0; i < 20; ++i) {
       feat.pull(big, out_big);
+      feat_tls.pull(big, out_big);
       raw.exchange(big_req, big_rep);
     }
     constexpr int big_iters = 100, small_iters = 2000;
-    double ours_big = 1e300, raw_big = 1e300, ours_small = 1e300, raw_small = 1e300;
+    double ours_big = 1e300, raw_big = 1e300, ours_small = 1e300, raw_small = 1e300,
+           tls_big = 1e300, tls_small = 1e300;
     for (int r = 0; r < runs; ++r) {
       raw_big = std::min(raw_big, seconds_of([&] {
                            for (int i = 0; i < big_iters; ++i) raw.exchange(big_req, big_rep);
@@ -213,6 +232,12 @@ int main(int argc, char** argv) {
       ours_small = std::min(ours_small, seconds_of([&] {
                               for (int i = 0; i < small_iters; ++i) feat.pull(small, out_small);
                             }));
+      tls_big = std::min(tls_big, seconds_of([&] {
+                           for (int i = 0; i < big_iters; ++i) feat_tls.pull(big, out_big);
+                         }));
+      tls_small = std::min(tls_small, seconds_of([&] {
+                             for (int i = 0; i < small_iters; ++i) feat_tls.pull(small, out_small);
+                           }));
     }
     const double gb = static_cast<double>(big.size() * row_bytes) * big_iters / 1e9;
     rep.add({"pull_remote",
@@ -229,6 +254,20 @@ int main(int argc, char** argv) {
              "raw_tcp_ping_pong",
              Kind::time,
              {{"rows", small.size()}, {"cols", cols}}});
+    rep.add({"pull_remote_tls",
+             gb / tls_big,
+             "GB/s",
+             gb / ours_big,
+             "plaintext_same_run",
+             Kind::rate,
+             {{"rows", big.size()}, {"cols", cols}, {"tls", "1.3 psk"}}});
+    rep.add({"rtt_small_tls",
+             tls_small / small_iters * 1e6,
+             "us",
+             ours_small / small_iters * 1e6,
+             "plaintext_same_run",
+             Kind::time,
+             {{"rows", small.size()}, {"cols", cols}, {"tls", "1.3 psk"}}});
 
     // --- pull_concurrent: K clients, both servers at once -------------------------------
     constexpr int conc_iters = 40;

@@ -395,7 +395,7 @@ class RawPeer {
     } catch (const std::exception&) {
       return false;
     }
-    const auto head = detail::encode_client_hello(detail::random_nonce(), nullptr);
+    const auto head = detail::encode_client_hello(detail::random_nonce(), nullptr, TlsMode::off);
     if (!send_all(flatten(encode_frame({.type = MsgType::hello}, Message::owning(head)))))
       return false;
     return read_frame(h, payload) && h.status == Status::ok;

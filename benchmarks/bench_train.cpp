@@ -60,8 +60,10 @@
 //                          (scripts/testbed.sh: network namespaces, real sshd, `distgraph
 //                          copy`, `distgraph launch` over ssh), one per host count of
 //                          --testbed (e.g. 2,4), link rate of --rates (tc's spelling; default
-//                          1gbit,2500mbit,10gbit,unshaped) and variant (plain, cache, bf16,
-//                          all; --variants 0: plain only): params hosts, rate, variant,
+//                          1gbit,2500mbit,10gbit,unshaped) and variant (plain, tls, cache,
+//                          bf16, all; --variants 0: plain and tls only; tls: plain with a
+//                          secret file, so every connection runs TLS 1.3 with a PSK derived
+//                          from it, where the others run open): params hosts, rate, variant,
 //                          remote_bytes_per_epoch, cache_hit_rate. The partition: METIS in
 //                          one part per host. Bound: every trainer's batches of the bound epoch,
 //                          forward, backward and Adam one after another on all the cores (the
@@ -118,6 +120,7 @@
 #include "distgraph/nn/graph_sage.hpp"
 #include "distgraph/nn/node_model.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/runtime/loopback_cluster.hpp"
 #include "distgraph/tasks/node_classification.hpp"
 #include "distgraph/train/threads.hpp"
 #include "support/flags.hpp"
@@ -526,6 +529,7 @@ struct DistVariant {
   const char* name;                ///< params' "variant"; the figure's suffix
   std::vector<std::string> flags;  ///< added to the command line
   bool bf16 = false;               ///< on the bfloat16 partition
+  bool secret = false;             ///< testbed: launched with a secret file (TLS with a PSK)
 };
 const std::vector<DistVariant> dist_variants = {
     {"plain", {"--cache-mb", "0"}},
@@ -744,14 +748,22 @@ struct TestbedRun : DistRun {
 /// `distgraph launch` from host 1 over the testbed's ssh with `distgraph train` (the
 /// bench's recipe, `epochs` epochs, `flags` added, run folder `out`) as the trainers.
 /// `on_epoch` hears each of trainer 0's epoch lines as it comes.
+/// `secret`: a secret file (written once, outside the hosts' private folders, so every host
+/// reads it at the same path) goes to the launcher, and with it TLS to every connection.
 TestbedRun launch_on(const Bench& bench, const Testbed& tb, const std::string& ws,
                      const std::string& config, std::int64_t epochs,
                      const std::vector<std::string>& flags, const std::string& out,
-                     const std::function<void(const distgraph::EpochRow&)>& on_epoch = {}) {
+                     const std::function<void(const distgraph::EpochRow&)>& on_epoch = {},
+                     bool secret = false) {
   std::vector<std::string> argv{bench.args.cli, "launch",      "--ip-config", ws + "/ip_config.txt",
                                 "--part-config", config,       "--ssh",       tb.ssh(),
-                                "--workspace",   ws,           "--",          bench.args.cli,
-                                "train"};
+                                "--workspace",   ws};
+  if (secret) {
+    const fs::path file = fs::temp_directory_path() / "distgraph-bench-testbed-secret";
+    if (!fs::exists(file)) distgraph::write_secret(file);
+    argv.insert(argv.end(), {"--secret-file", file.string()});
+  }
+  argv.insert(argv.end(), {"--", bench.args.cli, "train"});
   for (const auto& w : recipe_flags(bench.args, epochs)) argv.push_back(w);
   argv.insert(argv.end(), {"--out", out});
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -788,9 +800,13 @@ double testbed_bound(const Bench& bench, const fs::path& config, int parts, nloh
 /// The variants measured on the testbed: plain, cache, bf16 and all three.
 std::vector<DistVariant> testbed_variants(const Args& a) {
   std::vector<DistVariant> out;
-  for (const DistVariant& v : dist_variants)
-    if (std::string(v.name) != "labor" && (a.variants || std::string(v.name) == "plain"))
-      out.push_back(v);
+  for (const DistVariant& v : dist_variants) {
+    if (std::string(v.name) == "labor" || (!a.variants && std::string(v.name) != "plain"))
+      continue;
+    out.push_back(v);
+    // Beside plain, the same through TLS: what encryption costs an epoch.
+    if (std::string(v.name) == "plain") out.push_back({"tls", v.flags, false, true});
+  }
   return out;
 }
 
@@ -815,7 +831,7 @@ void testbed_epochs(Bench& bench) {
         const std::string label = "hosts=" + h + " rate=" + rate + " variant=" + v.name;
         bench.rep.note("testbed: " + label);
         const TestbedRun r = launch_on(bench, tb, vws, v.bf16 ? c16 : c32, 1 + bench.args.epochs,
-                                       v.flags, vws + "/run");
+                                       v.flags, vws + "/run", {}, v.secret);
         if (r.status != 0 || static_cast<std::int64_t>(r.rows.size()) != 1 + bench.args.epochs)
           throw std::runtime_error(Testbed::failure("the launch of " + label, r.tail));
         const auto [bytes, hit_rate] = mean_traffic(r.rows);
@@ -825,6 +841,7 @@ void testbed_epochs(Bench& bench) {
         params["parts"] = hosts;
         params["rate"] = rate;
         params["variant"] = v.name;
+        params["tls"] = v.secret ? "1.3 psk" : "off";
         params["flags"] = v.flags;
         params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
         params["bound_threads"] = threads;

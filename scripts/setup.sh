@@ -9,6 +9,7 @@ packages=(
   libboost-dev libboost-graph-dev
   libmetis-dev metis
   nlohmann-json3-dev
+  libssl-dev  # TLS 1.3 on the transport
   catch2 libbenchmark-dev
   libtorch-dev libgloo-dev
   libopenblas0-pthread

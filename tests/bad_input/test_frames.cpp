@@ -97,8 +97,8 @@ TEST_CASE("random bytes never pass as a frame header with an oversized payload",
 
 TEST_CASE("truncated or padded hello heads are rejected", "[bad_input]") {
   const auto nonce = detail::random_nonce();
-  const auto server = detail::encode_server_hello(true, nonce);
-  const auto client = detail::encode_client_hello(nonce, nullptr);
+  const auto server = detail::encode_server_hello(true, TlsMode::off, nonce);
+  const auto client = detail::encode_client_hello(nonce, nullptr, TlsMode::off);
   for (std::size_t n = 0; n < server.size(); ++n)
     CHECK_THROWS_AS(detail::decode_server_hello(std::span(server).first(n), "s"), ProtocolError);
   for (std::size_t n = 0; n < client.size(); ++n)

@@ -36,7 +36,7 @@ bool names_the_peer(const std::string& text) {
 
 TEST_CASE("a hello with a valid proof and an extra part is refused", "[bad_input][net]") {
   LogSink log;
-  auto server = start_server({.secret = "s3cret", .log = log.fn()});
+  auto server = start_server({.secret = "s3cret", .tls = {.enabled = false}, .log = log.fn()});
   RawClient raw(server->port());
   auto hello = raw.read_frame();
   REQUIRE(hello);
@@ -58,7 +58,7 @@ TEST_CASE("a hello with a valid proof and an extra part is refused", "[bad_input
 TEST_CASE("a refused peer learns neither its address nor the connection counter",
           "[bad_input][net]") {
   LogSink log;
-  auto server = start_server({.secret = "s3cret", .log = log.fn()});
+  auto server = start_server({.secret = "s3cret", .tls = {.enabled = false}, .log = log.fn()});
   SECTION("wrong proof") {
     RawClient raw(server->port());
     const auto reply = raw.handshake("guess");

@@ -327,6 +327,24 @@ TEST_CASE("remote machines go through ssh: dry runs print the commands and start
   CHECK_THAT(out, Catch::Contains("DISTGRAPH_MACHINE_ID=1"));
   CHECK_THAT(out, Catch::Contains("[trainer 0.0] 'DISTGRAPH_ROLE=trainer'"));
   CHECK(out.find("[server 0.0] (ssh)") == std::string::npos);
+  CHECK(out.find("DISTGRAPH_NO_TLS") == std::string::npos);  // TLS unless asked otherwise
+  // TLS settings reach every server and trainer, as paths.
+  ChildProcess certs({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(), "--part-config",
+                      job.config.string(), "--tls-cert", "/etc/dg/node.crt", "--tls-key",
+                      "/etc/dg/node.key", "--tls-ca", "/etc/dg/ca.crt", "--dry-run", "--",
+                      "/bin/echo", "hi"});
+  REQUIRE(certs.wait(30s).value_or(-1) == 0);
+  for (const char* who : {"[server 1.0]", "[trainer 1.0]", "[server 0.0]"}) {
+    const auto line = certs.output().find(who);
+    REQUIRE(line != std::string::npos);
+    const std::string text = certs.output().substr(line, certs.output().find('\n', line) - line);
+    CHECK_THAT(text, Catch::Contains("DISTGRAPH_TLS_CERT=/etc/dg/node.crt") &&
+                         Catch::Contains("DISTGRAPH_TLS_CA=/etc/dg/ca.crt"));
+  }
+  ChildProcess plain({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(), "--part-config",
+                      job.config.string(), "--no-tls", "--dry-run", "--", "/bin/echo", "hi"});
+  REQUIRE(plain.wait(30s).value_or(-1) == 0);
+  CHECK_THAT(plain.output(), Catch::Contains("DISTGRAPH_NO_TLS=1"));
   ChildProcess copy({DISTGRAPH_CLI, "copy", "--ip-config", job.ip_path.string(), "--part-config",
                      job.config.string(), "--workspace", "/srv/job", "--dry-run"});
   REQUIRE(copy.wait(30s).value_or(-1) == 0);

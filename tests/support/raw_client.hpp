@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -71,9 +72,33 @@ class RawClient {
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
+  /// From here on every byte goes through TLS as `ctx`'s client side (call right after
+  /// reading the server's hello). Throws std::runtime_error with OpenSSL's reason.
+  void start_tls(const detail::TlsContext& ctx) {
+    ssl_ = ctx.make_ssl(fd_);
+    for (;;) {
+      const int r = SSL_connect(ssl_.get());
+      if (r == 1) return;
+      if (!wait_for_ssl(r)) {
+        const std::string why = detail::tls_failure_text(ssl_.get(), r);
+        ssl_.reset();
+        throw std::runtime_error("RawClient: TLS handshake failed: " + why);
+      }
+    }
+  }
+  bool tls() const noexcept { return ssl_ != nullptr; }
+
   void send_bytes(std::span<const std::byte> b) {
     std::size_t off = 0;
     while (off < b.size()) {
+      if (ssl_) {
+        const int n = SSL_write(ssl_.get(), b.data() + off, static_cast<int>(b.size() - off));
+        if (n > 0)
+          off += static_cast<std::size_t>(n);
+        else if (!wait_for_ssl(n))
+          throw std::runtime_error("RawClient: TLS send failed");
+        continue;
+      }
       const ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
       if (n <= 0) throw std::runtime_error("RawClient: send failed");
       off += static_cast<std::size_t>(n);
@@ -101,31 +126,56 @@ class RawClient {
     if (!read_exact(f.payload.data(), f.payload.size())) throw std::runtime_error("truncated");
     return f;
   }
-  /// Reads the server hello and answers it (with a proof of `secret` unless empty);
-  /// returns the hello reply.
-  Frame handshake(std::string_view secret = {}) {
+  /// Reads the server hello and answers it (with a proof of `secret` unless empty; first
+  /// starting TLS with `tls` unless null); returns the hello reply.
+  Frame handshake(std::string_view secret = {}, const detail::TlsContext* tls = nullptr) {
     auto hello = read_frame();
     REQUIRE(hello);
     REQUIRE(hello->header.type == MsgType::hello);
-    send_frame({.type = MsgType::hello}, Message::owning(client_hello(*hello, secret)));
+    if (tls) start_tls(*tls);
+    send_frame({.type = MsgType::hello},
+               Message::owning(client_hello(*hello, secret, tls ? tls->mode() : TlsMode::off)));
     auto reply = read_frame();
     REQUIRE(reply);
     return *reply;
   }
   /// The client hello head answering server hello `hello`, with a proof of `secret`
-  /// unless it is empty.
-  static std::vector<std::byte> client_hello(const Frame& hello, std::string_view secret) {
+  /// unless it is empty, saying the client uses TLS mode `tls`.
+  static std::vector<std::byte> client_hello(const Frame& hello, std::string_view secret,
+                                             TlsMode tls = TlsMode::off) {
     const Message m = decode_message(hello.payload, nullptr);
     const auto server = detail::decode_server_hello(m.head, "server hello");
     const auto nonce = detail::random_nonce();
-    if (secret.empty()) return detail::encode_client_hello(nonce, nullptr);
+    if (secret.empty()) return detail::encode_client_hello(nonce, nullptr, tls);
     const auto proof = detail::client_proof(secret, server.nonce, nonce);
-    return detail::encode_client_hello(nonce, &proof);
+    return detail::encode_client_hello(nonce, &proof, tls);
   }
 
  private:
+  // After an SSL call returned `r`: waits (bounded by the receive timeout) for what it
+  // wants and returns true, or false when it failed.
+  bool wait_for_ssl(int r) {
+    const int err = SSL_get_error(ssl_.get(), r);
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) return false;
+    pollfd p{fd_, static_cast<short>(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+    if (::poll(&p, 1, 5000) != 1) throw std::runtime_error("RawClient: TLS peer silent for 5 s");
+    return true;
+  }
+
   bool read_exact(std::byte* p, std::size_t n) {
     std::size_t off = 0;
+    while (ssl_ && off < n) {
+      const int r = SSL_read(ssl_.get(), p + off, static_cast<int>(n - off));
+      if (r > 0) {
+        off += static_cast<std::size_t>(r);
+        continue;
+      }
+      if (SSL_get_error(ssl_.get(), r) == SSL_ERROR_ZERO_RETURN) return false;
+      if (!wait_for_ssl(r)) {
+        ERR_clear_error();
+        return false;  // the connection closed or a record was rejected
+      }
+    }
     while (off < n) {
       const ssize_t r = ::recv(fd_, p + off, n - off, 0);
       if (r == 0 || (r < 0 && errno == ECONNRESET)) return false;
@@ -135,6 +185,7 @@ class RawClient {
     return true;
   }
   int fd_ = -1;
+  detail::SslPtr ssl_;  // set by start_tls()
 };
 
 }  // namespace distgraph::test

@@ -176,6 +176,36 @@ TEST_CASE("distgraph serve with a machine number past the ip config names the ma
   CHECK(r.out.find("listening") == std::string::npos);
 }
 
+TEST_CASE("distgraph serve refuses TLS flags that contradict each other, naming them",
+          "[tools][tls]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const auto ip = tmp.path() / "ip_config.txt";
+  std::ofstream(ip) << "127.0.0.1 30050\n";
+  const std::vector<std::string> base = {"serve",
+                                         "--ip-config",
+                                         ip.string(),
+                                         "--part-config",
+                                         (tmp.path() / "g.json").string(),
+                                         "--machine",
+                                         "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_cli(argv);
+  };
+  const RunResult both = with({"--no-tls", "--tls-cert", "c.pem"});
+  INFO(describe(both));
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--no-tls with TLS certificates") != std::string::npos);
+  const RunResult alone = with({"--tls-cert", "c.pem"});
+  INFO(describe(alone));
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.err.find("needs all three of --tls-cert, --tls-key and --tls-ca") !=
+        std::string::npos);
+  CHECK(alone.out.find("listening") == std::string::npos);
+}
+
 TEST_CASE("distgraph info describes the built-in SBM graph", "[tools]") {
   REQUIRE_CLI();
   const RunResult r = run_cli({"info", "--sbm-nodes", "2000"});

@@ -564,9 +564,15 @@ TEST_CASE("oversized frames are refused on the client side too", "[transport][ne
 }
 
 TEST_CASE("the shared secret admits the right clients and refuses the others", "[transport][net]") {
+  // Over TLS (the default with a secret: a PSK derived from it) and in clear (--no-tls),
+  // where the hello's HMAC proof does the work.
+  const bool tls = GENERATE(true, false);
+  INFO("tls " << tls);
   LogSink log;
-  auto server = start_server(echo, {.secret = "open sesame", .log = log.fn()});
+  auto server =
+      start_server(echo, {.secret = "open sesame", .tls = {.enabled = tls}, .log = log.fn()});
   auto opt = client_options();
+  opt.tls.enabled = tls;
   SECTION("right secret") {
     opt.secret = "open sesame";
     AsioTransport t({server->endpoint()}, opt);
@@ -574,12 +580,13 @@ TEST_CASE("the shared secret admits the right clients and refuses the others", "
   }
   SECTION("no secret") {
     CHECK_THROWS_AS(AsioTransport({server->endpoint()}, opt), AuthError);
-    CHECK(log.wait_for("no shared-secret proof"));
+    CHECK(log.wait_for(tls ? "plaintext client: this server requires TLS (psk)"
+                           : "no shared-secret proof"));
   }
   SECTION("wrong secret") {
     opt.secret = "open sesame!";
     CHECK_THROWS_AS(AsioTransport({server->endpoint()}, opt), AuthError);
-    CHECK(log.wait_for("wrong shared-secret proof"));
+    CHECK(log.wait_for(tls ? "refused: TLS handshake failed" : "wrong shared-secret proof"));
   }
   SECTION("a client with a secret refuses a server that cannot prove it") {
     auto open = start_server(echo);

@@ -13,6 +13,7 @@
 #include "distgraph/runtime/launcher.hpp"
 #include "distgraph/runtime/lease.hpp"
 #include "run_command.hpp"
+#include "tls_flags.hpp"
 
 namespace distgraph::cli {
 
@@ -62,11 +63,13 @@ int run_launch(std::vector<std::string> argv) {
               "write a JSON summary of every process here at the end (exit status, seconds, "
               "peak RSS)")
       .flag("dry-run", "print every command with its environment and start nothing");
+  add_tls_flags(args);
   args.parse(0);
   if (args.help()) {
     args.print_help(
         "distgraph launch --ip-config F --part-config C [--servers S] [--trainers T]\n"
         "                 [--workspace DIR] [--secret-file P] [--server-program P]\n"
+        "                 [--no-tls | --tls-cert F --tls-key F --tls-ca F]\n"
         "                 [--lease-ms L] [--gloo-interface IF] [--report FILE] [--dry-run]\n"
         "                 -- PROGRAM ARGS...");
     return 0;
@@ -94,6 +97,10 @@ int run_launch(std::vector<std::string> argv) {
   o.trace = args.get_or("trace", "");
   o.distgraph_program = self_program();
   o.program = std::move(program);
+  o.tls = tls_from_flags(args);
+  // Certificates are read here too (the launcher asks the servers to stop): fail early.
+  if (tls_mode(o.tls, "") == TlsMode::certificates && !o.dry_run)
+    detail::TlsContext(TlsMode::certificates, false, o.tls, "");
   if (!o.secret_file.empty()) read_secret_file(o.secret_file);  // fail early, clearly
   return distgraph::run_launch(o);
 }

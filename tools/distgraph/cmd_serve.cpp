@@ -10,6 +10,7 @@
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/runtime/server_process.hpp"
+#include "tls_flags.hpp"
 
 namespace distgraph::cli {
 
@@ -29,10 +30,12 @@ int run_serve(std::vector<std::string> argv) {
               "folder where trainers' save requests write this server's rows "
               "(default ./distgraph-checkpoints)")
       .option("threads", "handler threads (default: all cores, at least 2)");
+  add_tls_flags(args);
   args.parse(0);
   if (args.help()) {
     args.print_help(
-        "distgraph serve --ip-config F --part-config C --machine M [--server-id S] [--servers N]");
+        "distgraph serve --ip-config F --part-config C --machine M [--server-id S] [--servers N]\n"
+        "                [--secret-file P] [--no-tls | --tls-cert F --tls-key F --tls-ca F]");
     return 0;
   }
   const auto ip = args.get("ip-config");
@@ -41,6 +44,7 @@ int run_serve(std::vector<std::string> argv) {
   if (!part) throw UsageError("serve: --part-config is required (see --help)");
   if (!args.has("machine")) throw UsageError("serve: --machine is required (see --help)");
   ServeOptions o;
+  o.tls = tls_from_flags(args);
   o.num_servers = static_cast<std::int32_t>(args.get_int("servers", 1, 1, 64));
   o.ip_config = read_ip_config(*ip, o.num_servers);
   o.part_config = *part;

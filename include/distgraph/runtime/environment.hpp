@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/transport/tls.hpp"
 
 namespace distgraph {
 
@@ -19,6 +21,9 @@ enum class Role { standalone, server, trainer };
 struct Environment {
   Role role = Role::standalone;
   std::filesystem::path ip_config, part_config, secret_file;
+  /// DISTGRAPH_NO_TLS=1, DISTGRAPH_TLS_CERT, DISTGRAPH_TLS_KEY, DISTGRAPH_TLS_CA
+  /// (read_tls_environment).
+  TlsOptions tls;
   std::filesystem::path checkpoint_dir;  ///< server role: DISTGRAPH_CHECKPOINT_DIR
   std::int32_t machine_id = 0;
   std::int32_t server_id = 0;
@@ -65,6 +70,33 @@ inline constexpr RankSource rank_sources[] = {
     {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM", "srun"}};
 }  // namespace detail
 
+/// TLS settings from DISTGRAPH_NO_TLS (1 = plaintext), DISTGRAPH_TLS_CERT, DISTGRAPH_TLS_KEY
+/// and DISTGRAPH_TLS_CA (docs/RUNTIME.md, "TLS"). Throws InvalidArgument for a
+/// DISTGRAPH_NO_TLS other than 0 or 1.
+inline TlsOptions read_tls_environment() {
+  TlsOptions t;
+  if (const auto v = detail::env_text("DISTGRAPH_NO_TLS")) {
+    if (*v != "0" && *v != "1")
+      throw InvalidArgument("environment variable DISTGRAPH_NO_TLS='" + *v + "'; expected 0 or 1");
+    t.enabled = *v == "0";
+  }
+  if (auto v = detail::env_text("DISTGRAPH_TLS_CERT")) t.cert_file = *v;
+  if (auto v = detail::env_text("DISTGRAPH_TLS_KEY")) t.key_file = *v;
+  if (auto v = detail::env_text("DISTGRAPH_TLS_CA")) t.ca_file = *v;
+  return t;
+}
+
+/// `t` as the environment read_tls_environment() reads ("NAME=value" entries, only those
+/// that differ from the default), for a child process. Paths travel, never keys.
+inline std::vector<std::string> tls_environment(const TlsOptions& t) {
+  std::vector<std::string> env;
+  if (!t.enabled) env.push_back("DISTGRAPH_NO_TLS=1");
+  if (!t.cert_file.empty()) env.push_back("DISTGRAPH_TLS_CERT=" + t.cert_file.string());
+  if (!t.key_file.empty()) env.push_back("DISTGRAPH_TLS_KEY=" + t.key_file.string());
+  if (!t.ca_file.empty()) env.push_back("DISTGRAPH_TLS_CA=" + t.ca_file.string());
+  return env;
+}
+
 /// Reads the environment. Ranks: RANK/WORLD_SIZE/LOCAL_RANK (distgraph launch, torchrun)
 /// win over OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (mpirun), which win over
 /// SLURM_PROCID/NTASKS/LOCALID (srun). Throws InvalidArgument naming a variable with a
@@ -88,6 +120,7 @@ inline Environment read_environment() {
   if (auto v = env_text("DISTGRAPH_PART_CONFIG")) e.part_config = *v;
   if (auto v = env_text("DISTGRAPH_SECRET_FILE")) e.secret_file = *v;
   if (auto v = env_text("DISTGRAPH_CHECKPOINT_DIR")) e.checkpoint_dir = *v;
+  e.tls = read_tls_environment();
   constexpr std::int32_t big = 1 << 24;
   e.machine_id = env_int("DISTGRAPH_MACHINE_ID", 0, big).value_or(0);
   e.server_id = env_int("DISTGRAPH_SERVER_ID", 0, big).value_or(0);

@@ -107,6 +107,7 @@ void run_server_role(const Environment& e) {
   o.server_id = e.server_id;
   o.num_trainers = e.num_trainers * o.ip_config.num_machines();
   if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
+  o.tls = e.tls;
   if (!e.checkpoint_dir.empty()) o.checkpoint_dir = e.checkpoint_dir;
   serve_until_stopped<P>(std::move(o));
 }
@@ -234,6 +235,7 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
   to.connect_timeout = opts.connect_timeout;
   to.call_timeout = opts.call_timeout;
   if (!env.secret_file.empty()) to.secret = read_secret_file(env.secret_file);
+  to.tls = env.tls;
   auto transport =
       std::make_shared<AnyTransport>(AsioTransport(ip.all_servers(env.num_servers), to));
   std::shared_ptr<S> storage;

@@ -37,6 +37,7 @@
 #include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/detail/output_pump.hpp"
 #include "distgraph/runtime/detail/process_keeper.hpp"
+#include "distgraph/runtime/environment.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/lease.hpp"
 #include "distgraph/runtime/secret.hpp"
@@ -67,6 +68,9 @@ struct LaunchOptions {
   std::int32_t trainers = 1;             ///< per machine
   std::filesystem::path workspace;       ///< working folder of every process (default: cwd)
   std::filesystem::path secret_file;     ///< passed by path, never by value
+  /// Every process's TLS settings (DISTGRAPH_NO_TLS, DISTGRAPH_TLS_*): certificate paths
+  /// name files on each machine, like the secret file.
+  TlsOptions tls;
   std::filesystem::path checkpoint_dir;  ///< servers' --checkpoint-dir (empty: their default)
   std::string distgraph_program;         ///< the `distgraph` binary servers run (this one)
   /// A user's program built with its own composition to run as every server instead of
@@ -371,6 +375,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
     procs.push_back(std::move(p));
   };
   const std::string secret_arg = o.secret_file.string();
+  const std::vector<std::string> tls_env = tls_environment(o.tls);
   if (!o.server_program.empty() && !o.dry_run) detail::check_program(o.server_program);
   for (std::int32_t m = 0; m < machines; ++m)
     for (std::int32_t s = 0; s < o.servers; ++s) {
@@ -389,6 +394,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                  "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
                  "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers)};
         if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+        for (auto& v : tls_env) p.env.push_back(v);
         if (!o.checkpoint_dir.empty())
           p.env.push_back("DISTGRAPH_CHECKPOINT_DIR=" + o.checkpoint_dir.string());
         std::vector<std::string> cmd{o.server_program};
@@ -404,6 +410,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                                    "--servers",         std::to_string(o.servers),
                                    "--trainers",        std::to_string(o.trainers * machines)};
       if (!secret_arg.empty()) cmd.insert(cmd.end(), {"--secret-file", secret_arg});
+      p.env = tls_env;  // `distgraph serve` reads the same variables
       if (!o.checkpoint_dir.empty())
         cmd.insert(cmd.end(), {"--checkpoint-dir", o.checkpoint_dir.string()});
       finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, cmd);
@@ -425,6 +432,7 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
                "MASTER_ADDR=" + ip.machines[0].ip,
                "MASTER_PORT=" + master_port};
       if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+      for (auto& v : tls_env) p.env.push_back(v);
       if (!o.gloo_interface.empty()) p.env.push_back("GLOO_SOCKET_IFNAME=" + o.gloo_interface);
       finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, o.program);
     }
@@ -571,6 +579,7 @@ class LaunchRun {
       AsioTransportOptions to;
       to.connect_timeout = std::chrono::seconds(5);
       if (!o_.secret_file.empty()) to.secret = read_secret_file(o_.secret_file);
+      to.tls = o_.tls;
       AsioTransport t(ip.all_servers(o_.servers), to);
       std::vector<PendingCall> calls;
       for (int s = 0; s < t.num_servers(); ++s)

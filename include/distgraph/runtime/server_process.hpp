@@ -29,6 +29,7 @@
 #include "distgraph/server/policies.hpp"
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_server.hpp"
+#include "distgraph/transport/tls.hpp"
 
 namespace distgraph {
 
@@ -87,6 +88,8 @@ struct ServeOptions {
   /// only a tag below it.
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
   std::string secret;       ///< shared secret clients must prove ("" = none)
+  /// TLS for every connection (default: a PSK from the secret when there is one).
+  TlsOptions tls;
   /// Handler threads before the trainers' (one each, for barriers); 0 = max(2, cores).
   unsigned io_threads = 0;
   std::chrono::milliseconds startup_timeout{120'000};  ///< backups wait this for the main
@@ -170,6 +173,7 @@ class BasicServerProcess {
     ao.address = options_.bind_address.empty() ? me.ip : options_.bind_address;
     ao.port = static_cast<std::uint16_t>(me.port + options_.server_id);
     ao.secret = options_.secret;
+    ao.tls = options_.tls;
     ao.num_threads =
         (options_.io_threads ? options_.io_threads : std::max(2u, default_num_threads())) +
         static_cast<unsigned>(std::max(options_.num_trainers, 1));

@@ -36,6 +36,7 @@
 #include "distgraph/transport/endpoint.hpp"
 #include "distgraph/transport/frame.hpp"
 #include "distgraph/transport/message.hpp"
+#include "distgraph/transport/tls.hpp"
 
 namespace distgraph {
 
@@ -53,6 +54,9 @@ struct AsioServerOptions {
   /// never wait (not a barrier): while one runs, no other socket is read. Empty = none.
   std::function<bool(MsgType type, std::uint64_t payload_bytes)> run_inline{};
   std::string secret{};      ///< shared secret clients must prove; empty = no authentication
+  /// TLS 1.3 for every connection: with a secret, a PSK derived from it; with certificates,
+  /// those. Clients must use the same mode (tls.hpp, docs/RUNTIME.md).
+  TlsOptions tls{};
   /// A request frame must arrive whole within this time of its first byte.
   std::chrono::milliseconds read_timeout{30000};
   /// From accept to a valid hello, in total (nothing the client sends extends it); then
@@ -89,6 +93,7 @@ struct AsioServerStats {
   std::uint64_t read_pauses = 0;              ///< times a connection's reading was paused
   std::uint64_t refused_connections = 0;      ///< closed at accept (max_unauthenticated)
   std::uint64_t refused_hello_frames = 0;     ///< frames over max_hello_bytes before the hello
+  std::uint64_t refused_tls_handshakes = 0;   ///< TLS handshakes that failed (key, certificate)
   std::uint64_t accept_failures = 0;          ///< accepts failed for lack of descriptors/memory
 };
 
@@ -124,8 +129,8 @@ class AsioServer {
  public:
   /// Takes the handler (thread-safe, see Handler) and options; call start() or
   /// run_until_stopped() to listen.
-  /// Throws InvalidArgument when max_hello_bytes is below a client hello's 80 bytes or
-  /// max_unauthenticated or max_queued_reply_bytes is 0.
+  /// Throws InvalidArgument when max_hello_bytes is below a client hello's 80 bytes,
+  /// max_unauthenticated or max_queued_reply_bytes is 0, or a TLS file cannot be used.
   explicit AsioServer(Handler handler, AsioServerOptions options = {})
       : handler_(std::move(handler)),
         options_(std::move(options)),
@@ -141,6 +146,9 @@ class AsioServer {
     if (options_.max_queued_reply_bytes == 0)
       throw InvalidArgument("server option max_queued_reply_bytes = 0; at least 1 is needed");
     if (options_.num_threads == 0) options_.num_threads = std::max(2u, default_num_threads());
+    tls_mode_ = tls_mode(options_.tls, options_.secret);
+    if (tls_mode_ != TlsMode::off)
+      tls_ = std::make_unique<detail::TlsContext>(tls_mode_, true, options_.tls, options_.secret);
     if (!options_.log)
       options_.log = [](std::string_view line) {
         std::fprintf(stderr, "distgraph server: %.*s\n", static_cast<int>(line.size()),
@@ -289,6 +297,7 @@ class AsioServer {
     st.read_pauses = read_pauses_.load();
     st.refused_connections = refused_connections_;
     st.refused_hello_frames = refused_hello_frames_.load();
+    st.refused_tls_handshakes = refused_tls_handshakes_.load();
     st.accept_failures = accept_failures_;
     return st;
   }
@@ -325,10 +334,22 @@ class AsioServer {
             std::to_string(self->server_->options_.handshake_timeout.count()) + " ms");
         self->close("handshake timeout");
       });
-      write(encode_frame(
-          FrameHeader{.type = MsgType::hello},
-          Message::owning(detail::encode_server_hello(!server_->options_.secret.empty(), nonce_))));
-      start_reading();
+      write(encode_frame(FrameHeader{.type = MsgType::hello},
+                         Message::owning(detail::encode_server_hello(
+                             !server_->options_.secret.empty(), server_->tls_mode_, nonce_))));
+      if (!server_->tls_) return start_reading();
+      // A TLS client starts its handshake; a plaintext one sends its hello, which is read
+      // as a frame and refused with the reason (handshake()).
+      peek_first_byte([self = shared_from_this()](int first) {
+        if (first < 0) return self->close("connection closed before the hello");
+        if (first != tls_handshake_record) return self->start_reading();
+        self->start_tls(*self->server_->tls_, [self](const std::string& why) {
+          if (why.empty()) return self->start_reading();
+          ++self->server_->refused_tls_handshakes_;
+          self->server_->options_.log(self->subject() + ": refused: TLS handshake failed: " + why);
+          self->close("TLS handshake failed: " + why);
+        });
+      });
     }
 
     /// Stops taking requests (those waiting at the gate are dropped); closes once those
@@ -411,6 +432,8 @@ class AsioServer {
     }
 
    private:
+    static constexpr int tls_handshake_record = 0x16;  // a TLS record's first byte
+
     /// `text` without the leading "<subject>: " (what the peer is told).
     std::string without_subject(std::string text) const {
       const std::string prefix = subject() + ": ";
@@ -457,6 +480,26 @@ class AsioServer {
         return refuse(Status::bad_request, "client speaks protocol version " +
                                                std::to_string(c.version) + "; server speaks " +
                                                std::to_string(protocol_version));
+      const TlsMode mine = server_->tls_mode_;
+      // A hello in clear to a TLS server is refused whatever it claims.
+      if (!tls_active() && mine != TlsMode::off) {
+        if (c.tls == TlsMode::off)
+          return refuse(Status::unauthorized,
+                        std::string("plaintext client: this server requires TLS (") +
+                            tls_mode_name(mine) +
+                            "); the client runs with TLS off (--no-tls, or no secret or "
+                            "certificate to use)");
+        if (c.tls == mine)
+          return refuse(Status::unauthorized, std::string("client claims TLS (") +
+                                                  tls_mode_name(mine) +
+                                                  ") but sent its hello in clear");
+      }
+      if (c.tls != mine)
+        return refuse(Status::unauthorized,
+                      std::string("client requires TLS (") + tls_mode_name(c.tls) +
+                          "); this server runs " +
+                          (mine == TlsMode::off ? std::string("without TLS (--no-tls)")
+                                                : std::string("TLS with ") + tls_mode_name(mine)));
       std::vector<std::byte> head;
       if (!opt.secret.empty()) {
         if (!c.has_proof)
@@ -771,7 +814,9 @@ class AsioServer {
   bool refusing_ = false;                        // closing new connections; logged once per episode
   std::chrono::milliseconds accept_backoff_{0};  // next back-off delay; 0 = accepting
   std::uint64_t refused_connections_ = 0, accept_failures_ = 0, retired_peak_queued_ = 0;
-  std::atomic<std::uint64_t> read_pauses_{0}, refused_hello_frames_{0};
+  std::atomic<std::uint64_t> read_pauses_{0}, refused_hello_frames_{0}, refused_tls_handshakes_{0};
+  TlsMode tls_mode_ = TlsMode::off;
+  std::unique_ptr<detail::TlsContext> tls_;  // null when tls_mode_ is off
 };
 
 }  // namespace distgraph

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -33,6 +34,7 @@
 #include "distgraph/transport/frame.hpp"
 #include "distgraph/transport/message.hpp"
 #include "distgraph/transport/pending_call.hpp"
+#include "distgraph/transport/tls.hpp"
 
 namespace distgraph {
 
@@ -45,6 +47,9 @@ struct AsioTransportOptions {
   std::chrono::milliseconds call_timeout{30000};            ///< deadline of call() without one
   std::uint64_t max_frame_bytes = default_max_frame_bytes;  ///< largest reply payload
   std::string secret{};  ///< shared secret to prove (and require the server to prove); "" = none
+  /// TLS 1.3 to every server, in the mode the servers use (tls.hpp): a PSK derived from the
+  /// secret, or certificates. A server in another mode fails the connect with AuthError.
+  TlsOptions tls{};
   /// A reply must arrive whole within this time of its first byte.
   std::chrono::milliseconds read_timeout{30000};
 };
@@ -79,8 +84,10 @@ class AsioTransport {
   /// Connects to `servers` (server i = servers[i]) and completes each handshake, in
   /// parallel, blocking until all are ready. Throws TimeoutError naming the first server
   /// not reached within connect_timeout (with the last connect error), AuthError when a
-  /// server refuses the secret or (with a secret) fails to prove it, ProtocolError on a
-  /// version mismatch, InvalidArgument for an empty list.
+  /// server refuses the secret or (with a secret) fails to prove it, or when its TLS mode
+  /// differs or its TLS handshake fails (a wrong key, a certificate the CA did not sign),
+  /// ProtocolError on a version mismatch, InvalidArgument for an empty list or a TLS file
+  /// that cannot be used.
   explicit AsioTransport(std::vector<Endpoint> servers, AsioTransportOptions options = {})
       : impl_(std::make_unique<Impl>(std::move(servers), std::move(options))) {}
   AsioTransport(AsioTransport&&) noexcept = default;
@@ -121,16 +128,22 @@ class AsioTransport {
   // matched by request ID, their replies read by their callers.
   class Connection : public detail::FrameStream<Connection>, public detail::ReplyReader {
    public:
-    Connection(int index, Endpoint ep, tcp::socket socket, const AsioTransportOptions& opt)
+    /// `tls`: the client's TLS context, null when TLS is off.
+    Connection(int index, Endpoint ep, tcp::socket socket, const AsioTransportOptions& opt,
+               std::shared_ptr<const detail::TlsContext> tls)
         : FrameStream(
               std::move(socket),
               detail::StreamLimits{
                   .max_frame_bytes = opt.max_frame_bytes,
                   .read_timeout = opt.read_timeout,
                   .subject = "server " + std::to_string(index) + " (" + ep.to_string() + ")",
+                  // With TLS nothing may be read past the server's hello before the TLS
+                  // handshake takes the socket.
+                  .pause_after_first_frame = tls != nullptr,
                   .hand_over_after_frames = 2}),  // the server's hello and hello reply
           endpoint(std::move(ep)),
-          secret_(opt.secret) {}
+          secret_(opt.secret),
+          tls_(std::move(tls)) {}
 
     // Leader/follower per connection: the first waiting caller reads until its own reply
     // is in; the others sleep until theirs is completed by it or it leaves, then one of
@@ -260,7 +273,14 @@ class AsioTransport {
       fail_all(e, what);  // the typed error (FrameTooLarge, ProtocolError) for every call
       close(what);
     }
-    void on_closed(const std::string& reason, bool) { fail_all(nullptr, reason); }
+    void on_closed(const std::string& reason, bool) {
+      // In TLS 1.3 the server checks the client's certificate after the client's side of
+      // the handshake is done: its refusal arrives as an alert in place of the hello reply.
+      static constexpr std::string_view rejected = "TLS record rejected: ";
+      if (stage_ == Stage::hello_reply && reason.compare(0, rejected.size(), rejected) == 0)
+        fail_handshake(std::make_exception_ptr(tls_refusal(reason.substr(rejected.size()))));
+      fail_all(nullptr, reason);
+    }
 
     // Fails the handshake and every pending call; `e` null = PeerLost per call.
     void fail_all(std::exception_ptr e, const std::string& reason) {
@@ -330,16 +350,26 @@ class AsioTransport {
           const auto hello = detail::decode_server_hello(f.message.head, subject());
           server_nonce_ = hello.nonce;
           client_nonce_ = detail::random_nonce();
-          std::vector<std::byte> head;
-          if (!secret_.empty()) {
-            const auto proof = detail::client_proof(secret_, server_nonce_, client_nonce_);
-            head = detail::encode_client_hello(client_nonce_, &proof);
-          } else {
-            head = detail::encode_client_hello(client_nonce_, nullptr);
+          const TlsMode mine = tls_ ? tls_->mode() : TlsMode::off;
+          if (hello.tls != mine) {
+            // Tell the server why (in clear, without a proof), then give up here.
+            write(encode_frame(
+                FrameHeader{.type = MsgType::hello},
+                Message::owning(detail::encode_client_hello(client_nonce_, nullptr, mine))));
+            close_after_flush("TLS modes differ");
+            throw AuthError(subject() + ": " + tls_mismatch(hello.tls, mine));
           }
           stage_ = Stage::hello_reply;
-          write(
-              encode_frame(FrameHeader{.type = MsgType::hello}, Message::owning(std::move(head))));
+          if (!tls_) return send_hello();
+          start_tls(*tls_, [self = shared_from_this()](const std::string& why) {
+            if (why.empty()) {
+              self->send_hello();
+              return self->resume_reading();
+            }
+            self->stage_ = Stage::failed;
+            self->fail_handshake(std::make_exception_ptr(self->tls_refusal(why)));
+            self->close("TLS handshake failed");
+          });
           return;
         }
         if (f.header.status == Status::unauthorized)
@@ -360,8 +390,40 @@ class AsioTransport {
       } catch (...) {
         stage_ = Stage::failed;
         fail_handshake(std::current_exception());
-        close("handshake failed");
+        close_after_flush("handshake failed");  // a mismatch's own hello still goes out
       }
+    }
+    // The AuthError of a failed TLS handshake, with a hint at the usual cause.
+    AuthError tls_refusal(const std::string& why) const {
+      return AuthError(subject() + ": TLS handshake failed: " + why +
+                       (tls_->mode() == TlsMode::psk
+                            ? " (do both sides use the same shared secret?)"
+                            : " (is each side's certificate signed by the CA the other trusts, "
+                              "and within its dates?)"));
+    }
+    void send_hello() {
+      std::vector<std::byte> head;
+      const TlsMode mine = tls_ ? tls_->mode() : TlsMode::off;
+      if (!secret_.empty()) {
+        const auto proof = detail::client_proof(secret_, server_nonce_, client_nonce_);
+        head = detail::encode_client_hello(client_nonce_, &proof, mine);
+      } else {
+        head = detail::encode_client_hello(client_nonce_, nullptr, mine);
+      }
+      write(encode_frame(FrameHeader{.type = MsgType::hello}, Message::owning(std::move(head))));
+    }
+    static std::string tls_mismatch(TlsMode server, TlsMode client) {
+      if (client == TlsMode::off)
+        return std::string("server requires TLS (") + tls_mode_name(server) +
+               "); this client runs with TLS off (--no-tls, or no secret or certificate); "
+               "refusing the connection";
+      if (server == TlsMode::off)
+        return std::string("server runs without TLS (--no-tls); this client requires TLS (") +
+               tls_mode_name(client) +
+               ") and will not send frames in clear; give both sides the same TLS settings";
+      return std::string("server uses TLS with ") + tls_mode_name(server) +
+             "; this client uses TLS with " + tls_mode_name(client) +
+             "; give both sides the same TLS settings";
     }
     void fail_handshake(std::exception_ptr e) {
       if (handshake_settled_.exchange(true)) return;
@@ -369,6 +431,7 @@ class AsioTransport {
     }
 
     std::string secret_;
+    std::shared_ptr<const detail::TlsContext> tls_;
     Stage stage_ = Stage::server_hello;
     detail::Nonce server_nonce_{}, client_nonce_{};
     std::promise<void> ready_;
@@ -460,6 +523,8 @@ class AsioTransport {
     Impl(std::vector<Endpoint> servers, AsioTransportOptions opt) : options(std::move(opt)) {
       if (servers.empty())
         throw InvalidArgument("AsioTransport: no servers given; expected at least one");
+      if (const TlsMode m = tls_mode(options.tls, options.secret); m != TlsMode::off)
+        tls = std::make_shared<const detail::TlsContext>(m, false, options.tls, options.secret);
       io_thread = std::thread([this] { io.run(); });
       try {
         connect_all(servers);
@@ -480,8 +545,8 @@ class AsioTransport {
         auto eps = resolver.resolve(servers[i].host, std::to_string(servers[i].port), ec);
         if (ec) throw PeerLost(who + ": cannot resolve host: " + ec.message());
         auto make = [this, i, ep = servers[i]](tcp::socket socket) {
-          auto c =
-              std::make_shared<Connection>(static_cast<int>(i), ep, std::move(socket), options);
+          auto c = std::make_shared<Connection>(static_cast<int>(i), ep, std::move(socket), options,
+                                                tls);
           c->start_reading();
           return c;
         };
@@ -560,6 +625,7 @@ class AsioTransport {
     }
 
     AsioTransportOptions options;
+    std::shared_ptr<const detail::TlsContext> tls;  // null when TLS is off
     boost::asio::io_context io{1};  // one io thread: lets Asio skip cross-thread wakeups
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
         io.get_executor()};

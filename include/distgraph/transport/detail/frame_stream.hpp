@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include <boost/asio/write.hpp>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/transport/detail/tls_context.hpp"
 #include "distgraph/transport/frame.hpp"
 
 namespace distgraph::detail {
@@ -89,6 +91,13 @@ enum class ReadNow { progress, would_block, closed };
 /// one keeping a frame waiting), so what a paused peer sends waits in the kernel's socket
 /// buffer, not in ours. Bytes queued for writing are counted (queued_write_bytes), which
 /// is what a server's back-pressure keys on.
+///
+/// TLS (start_tls): after the handshake every byte goes through the connection's SSL
+/// object, on the same paths: the read chain waits for the socket and reads what SSL can
+/// decrypt, read_now() reads on the caller's thread, and write() encrypts on the caller's
+/// thread as far as the socket takes it. One SSL object may not be used by two threads at
+/// once, so every SSL call holds `mu_`. SSL may hold decrypted bytes the socket no longer
+/// signals, so a reader that stopped short of "would block" reads again before it waits.
 ///
 /// Hooks, called on an io thread: `on_frames(std::vector<InFrame>&)` for each batch in
 /// order (the next read is already started, so batches of one stream may overlap on
@@ -203,10 +212,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
           have_header_ ? reinterpret_cast<std::byte*>(payload_.get()) + got_ : rbuf_.get() + rlen_;
       const std::size_t room = have_header_ ? static_cast<std::size_t>(header_.payload_bytes - got_)
                                             : read_buffer_bytes - rlen_;
-      ssize_t r = 0;
-      do {
+      if (ssl_) {
+        const ReadNow t = tls_read_locked(dst, room, n);
+        if (t != ReadNow::progress) return t;
+      }
+      ssize_t r = static_cast<ssize_t>(n);
+      while (!ssl_) {
         r = ::recv(fd_, dst, room, MSG_DONTWAIT);
-      } while (r < 0 && errno == EINTR);
+        if (r >= 0 || errno != EINTR) break;
+      }
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ReadNow::would_block;
       if (r <= 0) {
         if (r < 0)
@@ -240,28 +254,38 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     ++watches_;
     // The count drops after the handler ran: one that watches again (a large reply still
     // streaming in) keeps the socket in the reactor instead of leaving and re-entering.
-    sock_.async_wait(tcp::socket::wait_read,
-                     [self = this->shared_from_this(), h = std::forward<Handler>(on_ready)](
-                         const boost::system::error_code& ec) mutable {
-                       h(ec);
-                       std::lock_guard lk(self->mu_);
-                       --self->watches_;
-                       self->leave_reactor_locked();
-                     });
+    auto run = [self = this->shared_from_this(),
+                h = std::forward<Handler>(on_ready)](const boost::system::error_code& ec) mutable {
+      h(ec);
+      std::lock_guard lk(self->mu_);
+      --self->watches_;
+      self->leave_reactor_locked();
+    };
+    // SSL may hold bytes already read from the socket, which no socket event announces.
+    if (ssl_ && !tls_read_blocked_)
+      boost::asio::post(sock_.get_executor(),
+                        [run = std::move(run)]() mutable { run(boost::system::error_code{}); });
+    else
+      sock_.async_wait(tcp::socket::wait_read, std::move(run));
   }
   /// Blocks until the socket has bytes to read, is closed, or `timeout` passes. Polls a
   /// duplicate of the socket's descriptor, so a close() meanwhile (which shuts the socket
   /// down and so wakes the poll) never leaves it watching a reused descriptor number.
   void wait_readable(std::chrono::nanoseconds timeout) {
     int fd = -1;
+    short events = POLLIN;
     {
       std::lock_guard lock(mu_);
       if (closed_) return;
+      if (ssl_) {
+        if (!tls_read_blocked_) return;  // SSL may have decrypted bytes the socket won't signal
+        if (tls_read_wants_write_) events = POLLOUT;
+      }
       if (poll_fd_ < 0) poll_fd_ = ::dup(fd_);
       // Out of descriptors: poll the socket itself (a close meanwhile still wakes it).
       fd = poll_fd_ >= 0 ? poll_fd_ : fd_;
     }
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{fd, events, 0};
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
     const timespec ts{static_cast<time_t>(secs.count()),
                       static_cast<long>((timeout - secs).count())};
@@ -284,6 +308,53 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     }
     boost::asio::post(sock_.get_executor(),
                       [self = this->shared_from_this()] { self->parse_buffered(); });
+  }
+
+  /// Calls `on_first(byte)` on an io thread with the first byte the peer sent, left unread
+  /// (-1 when the connection closed or failed first): lets a server tell a TLS client (a
+  /// TLS record starts 0x16) from a plaintext one before reading either way. Call before
+  /// the read chain starts.
+  template <class Handler>
+  void peek_first_byte(Handler&& on_first) {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    sock_.async_wait(tcp::socket::wait_read,
+                     [self = this->shared_from_this(), h = std::forward<Handler>(on_first)](
+                         const boost::system::error_code& ec) mutable {
+                       if (ec) return h(-1);
+                       unsigned char b = 0;
+                       ssize_t r = 0;
+                       do {
+                         r = ::recv(self->fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                       } while (r < 0 && errno == EINTR);
+                       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                         return self->peek_first_byte(std::move(h));
+                       h(r == 1 ? static_cast<int>(b) : -1);
+                     });
+  }
+
+  /// Runs the TLS handshake as `ctx`'s side (client or server), then calls `done(why)` on an
+  /// io thread: `why` empty = from here on every frame is encrypted and authenticated;
+  /// otherwise OpenSSL's reason (the caller closes). Call with nothing buffered either way:
+  /// before the read chain starts, or while reading is paused with nothing beyond the last
+  /// frame, and nothing queued for writing. Not called when the stream closes meanwhile.
+  template <class Done>
+  void start_tls(const TlsContext& ctx, Done&& done) {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      if (writing_ || !queue_.empty() || rlen_ > 0 || have_header_) {
+        close_locked("bytes in flight when TLS was to start", false);
+        return;
+      }
+      ssl_ = ctx.make_ssl(fd_);
+    }
+    tls_handshake_step(std::make_shared<std::decay_t<Done>>(std::forward<Done>(done)));
+  }
+  /// Whether frames travel through TLS (start_tls() succeeded or is under way).
+  bool tls_active() const {
+    std::lock_guard lock(mu_);
+    return ssl_ != nullptr;
   }
 
  protected:
@@ -312,6 +383,21 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       // A pause ended while the chain was still running: frames left buffered at the
       // pause are parsed before waiting for bytes the peer may never send.
       boost::asio::post(sock_.get_executor(), [self] { self->parse_buffered(); });
+      return;
+    }
+    if (ssl_) {
+      // Bytes SSL holds raise no socket event: read them before waiting for more.
+      if (!tls_read_blocked_) {
+        boost::asio::post(sock_.get_executor(), [self] { self->tls_read_step(); });
+        return;
+      }
+      sock_.async_wait(tls_read_wants_write_ ? tcp::socket::wait_write : tcp::socket::wait_read,
+                       [self](const boost::system::error_code& ec) {
+                         if (ec)
+                           self->on_read(ec, 0, false);
+                         else
+                           self->tls_read_step();
+                       });
       return;
     }
     if (have_header_) {
@@ -346,6 +432,87 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     else
       rlen_ += n;
     parse_buffered();
+  }
+
+  // The read chain's read with TLS: as much as SSL can decrypt now, into the payload being
+  // read or the read buffer; waits again (read_more) when nothing was there.
+  void tls_read_step() {
+    std::size_t n = 0;
+    ReadNow r = ReadNow::closed;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      std::byte* dst =
+          have_header_ ? reinterpret_cast<std::byte*>(payload_.get()) + got_ : rbuf_.get() + rlen_;
+      const std::size_t room = have_header_ ? static_cast<std::size_t>(header_.payload_bytes - got_)
+                                            : read_buffer_bytes - rlen_;
+      r = tls_read_locked(dst, room, n);
+    }
+    if (r == ReadNow::closed) return;
+    if (r == ReadNow::would_block) return read_more();
+    on_read({}, n, have_header_);
+  }
+
+  // Reads up to `room` bytes through SSL into `dst` (`got`): progress (some bytes),
+  // would_block (none; tls_read_blocked_ says what to wait for) or closed (by EOF or a
+  // rejected record: the stream is closed with the reason). mu_ held.
+  ReadNow tls_read_locked(std::byte* dst, std::size_t room, std::size_t& got) {
+    got = 0;
+    while (got < room) {
+      const int want = static_cast<int>(std::min<std::size_t>(room - got, INT_MAX));
+      const int r = SSL_read(ssl_.get(), dst + got, want);
+      if (r > 0) {
+        got += static_cast<std::size_t>(r);
+        continue;
+      }
+      const int err = SSL_get_error(ssl_.get(), r);
+      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        tls_read_blocked_ = true;
+        tls_read_wants_write_ = err == SSL_ERROR_WANT_WRITE;
+        return got > 0 ? ReadNow::progress : ReadNow::would_block;
+      }
+      // What came before the failure is authentic; the failure repeats on the next read.
+      if (got > 0) break;
+      if (err == SSL_ERROR_ZERO_RETURN) {
+        if (have_header_ || rlen_ > 0)
+          close_locked("connection closed in the middle of a frame", false);
+        else
+          close_locked("connection closed by peer", true);
+      } else {
+        close_locked("TLS record rejected: " + tls_failure_text(ssl_.get(), r), false);
+      }
+      return ReadNow::closed;
+    }
+    tls_read_blocked_ = false;
+    return ReadNow::progress;
+  }
+
+  // One step of the TLS handshake; waits on the socket for what OpenSSL wants next.
+  template <class Done>
+  void tls_handshake_step(std::shared_ptr<Done> done) {
+    std::string why;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      const int r = SSL_do_handshake(ssl_.get());
+      if (r != 1) {
+        const int err = SSL_get_error(ssl_.get(), r);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+          if (!enter_reactor_locked()) return;
+          sock_.async_wait(
+              err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
+              [self = this->shared_from_this(), done](const boost::system::error_code& ec) {
+                if (!ec) self->tls_handshake_step(done);
+              });
+          return;
+        }
+        why = tls_failure_text(ssl_.get(), r);
+        if (why.empty()) why = "TLS handshake failed";
+      }
+      // SSL may already hold bytes read with its last flight.
+      tls_read_blocked_ = false;
+    }
+    (*done)(why);
   }
 
   // Parses every whole frame buffered (up to a pause), starts the next read and hands
@@ -465,6 +632,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   // Writes as much of `f` as the socket takes without blocking; returns the bytes sent.
   // Closes the stream on a hard error. Called with mu_ held.
   std::uint64_t send_now(const OutFrame& f) {
+    if (ssl_) return tls_send_locked(f, 0);
     std::array<iovec, max_iov> iov;
     std::size_t n = 0;
     for (auto s : f.pieces) {
@@ -495,9 +663,94 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     return sent;
   }
 
+  // With TLS: writes as much of `f` past its first `from` bytes as the socket takes now and
+  // returns the bytes written (the rest waits for tls_write_wait_locked). Small pieces are
+  // copied together into one record's worth (one record and one send per small frame, as
+  // sendmsg gathers them); a piece of a record or more goes from its own memory. A write
+  // that would block is retried with the same bytes and length, as OpenSSL requires.
+  // Closes the stream on a hard error. mu_ held.
+  std::uint64_t tls_send_locked(const OutFrame& f, std::uint64_t from) {
+    std::uint64_t sent = 0;
+    while (from + sent < f.total_bytes) {
+      std::size_t i = 0;
+      std::uint64_t off = from + sent;
+      while (off >= f.pieces[i].size()) off -= f.pieces[i++].size();
+      const std::size_t len = tls_retry_len_ > 0 ? tls_retry_len_
+                                                 : static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                       f.total_bytes - from - sent, tls_record));
+      const std::byte* src = f.pieces[i].data() + off;
+      if (f.pieces[i].size() - off < len) {
+        if (!tls_stage_) tls_stage_.reset(new std::byte[tls_record]);
+        for (std::size_t k = 0; k < len; ++i, off = 0) {
+          const std::size_t take =
+              std::min<std::size_t>(len - k, static_cast<std::size_t>(f.pieces[i].size() - off));
+          std::memcpy(tls_stage_.get() + k, f.pieces[i].data() + off, take);
+          k += take;
+        }
+        src = tls_stage_.get();
+      }
+      const int r = SSL_write(ssl_.get(), src, static_cast<int>(len));
+      if (r > 0) {
+        tls_retry_len_ = 0;
+        sent += static_cast<std::uint64_t>(r);
+        continue;
+      }
+      const int err = SSL_get_error(ssl_.get(), r);
+      if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+        tls_retry_len_ = len;
+        tls_write_wants_read_ = err == SSL_ERROR_WANT_READ;
+        break;
+      }
+      close_locked("TLS send failed: " + tls_failure_text(ssl_.get(), r), false);
+      break;
+    }
+    return sent;
+  }
+
+  // With TLS, the queue is written by tls_send_locked whenever the socket can take more.
+  void tls_write_wait_locked() {
+    sock_.async_wait(tls_write_wants_read_ ? tcp::socket::wait_read : tcp::socket::wait_write,
+                     [self = this->shared_from_this()](const boost::system::error_code& ec) {
+                       self->on_tls_writable(ec);
+                     });
+  }
+  void on_tls_writable(const boost::system::error_code& ec) {
+    {
+      std::vector<OutFrame> done;  // released after the lock (declared first, destroyed last)
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      if (ec) {
+        close_locked("send failed: " + ec.message(), false);
+        return;
+      }
+      std::size_t finished = 0;
+      for (; finished < queue_.size(); ++finished) {
+        const OutFrame& f = queue_[finished];
+        const std::uint64_t n = tls_send_locked(f, first_skip_);
+        queued_bytes_ -= std::min(queued_bytes_, n);
+        first_skip_ += n;
+        if (closed_) return;
+        if (first_skip_ < f.total_bytes) break;
+        first_skip_ = 0;
+      }
+      done.assign(std::make_move_iterator(queue_.begin()),
+                  std::make_move_iterator(queue_.begin() + static_cast<std::ptrdiff_t>(finished)));
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(finished));
+      if (!queue_.empty())
+        tls_write_wait_locked();
+      else
+        write_queue_drained_locked();
+    }
+    if constexpr (requires(Derived & d) { d.on_queue_shrunk(); }) derived().on_queue_shrunk();
+  }
+
   void start_write_locked() {
     if (!enter_reactor_locked()) return;
     writing_ = true;
+    if (ssl_) {
+      tls_write_wait_locked();
+      return;
+    }
     inflight_.clear();
     std::swap(inflight_, queue_);
     std::vector<boost::asio::const_buffer> bufs;
@@ -529,15 +782,18 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         close_locked("send failed: " + ec.message(), false);
         return;
       }
-      if (!queue_.empty()) {
+      if (!queue_.empty())
         start_write_locked();
-      } else {
-        writing_ = false;
-        if (close_when_flushed_) close_locked(flush_reason_, false);
-        leave_reactor_locked();
-      }
+      else
+        write_queue_drained_locked();
     }
     if constexpr (requires(Derived & d) { d.on_queue_shrunk(); }) derived().on_queue_shrunk();
+  }
+  // Everything queued is written: a close_after_flush may close now. mu_ held.
+  void write_queue_drained_locked() {
+    writing_ = false;
+    if (close_when_flushed_) close_locked(flush_reason_, false);
+    leave_reactor_locked();
   }
 
   // After the hand-over the socket stays out of Asio's reactor while no async operation
@@ -631,6 +887,14 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   FrameHeader header_;
   std::shared_ptr<std::uint64_t[]> payload_;
   std::uint64_t got_ = 0;
+  // TLS (mu_): the connection's SSL object once start_tls() ran; what the last SSL_read
+  // that found nothing waits for (blocked = false: SSL may hold more, read before waiting);
+  // the length of a write to retry, and what it waits for; one record's staging.
+  static constexpr std::size_t tls_record = 16 * 1024;
+  SslPtr ssl_;
+  bool tls_read_blocked_ = true, tls_read_wants_write_ = false, tls_write_wants_read_ = false;
+  std::size_t tls_retry_len_ = 0;
+  std::unique_ptr<std::byte[]> tls_stage_;
 };
 
 }  // namespace distgraph::detail
