@@ -103,6 +103,12 @@ class RawClient {
       if (n <= 0) throw std::runtime_error("RawClient: send failed");
       off += static_cast<std::size_t>(n);
     }
+    // The socket BIO gathers records: send what it still holds.
+    for (int f = ssl_ ? detail::tls_flush(ssl_.get()) : 1; f != 1;
+         f = detail::tls_flush(ssl_.get())) {
+      pollfd p{fd_, POLLOUT, 0};
+      if (f < 0 || ::poll(&p, 1, 5000) != 1) throw std::runtime_error("RawClient: TLS send failed");
+    }
   }
   void send_frame(const FrameHeader& h, Message m) {
     send_bytes(flatten(encode_frame(h, std::move(m))));

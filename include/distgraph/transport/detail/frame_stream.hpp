@@ -141,7 +141,9 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     std::uint64_t sent = 0;
     if (!writing_ && queue_.empty()) {
       sent = send_now(f);
-      if (sent == f.total_bytes) return true;
+      // With TLS the last records may still wait in the socket BIO: the socket thread
+      // sends them once the socket takes more.
+      if (sent == f.total_bytes && !(ssl_ && tls_unsent(ssl_.get()) > 0)) return true;
       if (closed_) return false;
       first_skip_ = sent;
     }
@@ -473,14 +475,17 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       }
       // What came before the failure is authentic; the failure repeats on the next read.
       if (got > 0) break;
-      if (err == SSL_ERROR_ZERO_RETURN) {
-        if (have_header_ || rlen_ > 0)
-          close_locked("connection closed in the middle of a frame", false);
-        else
-          close_locked("connection closed by peer", true);
-      } else {
+      // A reset counts as the end of the stream, as in clear (on_read).
+      const bool eof = err == SSL_ERROR_ZERO_RETURN ||
+                       (err == SSL_ERROR_SYSCALL && (errno == 0 || errno == ECONNRESET));
+      if (eof && (have_header_ || rlen_ > 0))
+        close_locked("connection closed in the middle of a frame", false);
+      else if (eof)
+        close_locked("connection closed by peer", true);
+      else if (err == SSL_ERROR_SYSCALL)
+        close_locked(std::string("receive failed: ") + std::strerror(errno), false);
+      else
         close_locked("TLS record rejected: " + tls_failure_text(ssl_.get(), r), false);
-      }
       return ReadNow::closed;
     }
     tls_read_blocked_ = false;
@@ -664,13 +669,15 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   }
 
   // With TLS: writes as much of `f` past its first `from` bytes as the socket takes now and
-  // returns the bytes written (the rest waits for tls_write_wait_locked). Small pieces are
+  // returns the bytes written (the rest waits for tls_write_wait_locked; written bytes may
+  // still wait in the socket BIO, tls_unsent). Small pieces are
   // copied together into one record's worth (one record and one send per small frame, as
   // sendmsg gathers them); a piece of a record or more goes from its own memory. A write
   // that would block is retried with the same bytes and length, as OpenSSL requires.
   // Closes the stream on a hard error. mu_ held.
   std::uint64_t tls_send_locked(const OutFrame& f, std::uint64_t from) {
     std::uint64_t sent = 0;
+    tls_write_wants_read_ = false;
     while (from + sent < f.total_bytes) {
       std::size_t i = 0;
       std::uint64_t off = from + sent;
@@ -702,8 +709,11 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         break;
       }
       close_locked("TLS send failed: " + tls_failure_text(ssl_.get(), r), false);
-      break;
+      return sent;
     }
+    // The records gathered in the socket BIO go out now, as far as the socket takes them.
+    if (tls_flush(ssl_.get()) < 0)
+      close_locked(std::string("send failed: ") + std::strerror(errno), false);
     return sent;
   }
 
@@ -723,6 +733,17 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         close_locked("send failed: " + ec.message(), false);
         return;
       }
+      // First what the socket BIO still holds, then the queue.
+      const int flushed = tls_flush(ssl_.get());
+      if (flushed < 0) {
+        close_locked(std::string("send failed: ") + std::strerror(errno), false);
+        return;
+      }
+      if (flushed == 0) {
+        tls_write_wants_read_ = false;
+        tls_write_wait_locked();
+        return;
+      }
       std::size_t finished = 0;
       for (; finished < queue_.size(); ++finished) {
         const OutFrame& f = queue_[finished];
@@ -736,7 +757,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
       done.assign(std::make_move_iterator(queue_.begin()),
                   std::make_move_iterator(queue_.begin() + static_cast<std::ptrdiff_t>(finished)));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(finished));
-      if (!queue_.empty())
+      if (!queue_.empty() || tls_unsent(ssl_.get()) > 0)
         tls_write_wait_locked();
       else
         write_queue_drained_locked();
