@@ -103,6 +103,21 @@ TEST_CASE("TLS carries large and pipelined frames intact", "[transport][tls][net
   CHECK(bad == 0);
 }
 
+TEST_CASE("an OpenSSL error left on the caller's thread does not fail its calls",
+          "[transport][tls][net]") {
+  // The caller reads its own reply through SSL: an entry someone else (the user's own use
+  // of OpenSSL, another connection's failure) left in this thread's error queue must not
+  // be taken for this connection's.
+  auto server = start_server(echo, {.secret = "k", .log = [](std::string_view) {}});
+  AsioTransport t({server->endpoint()}, client_options("k"));
+  for (int i = 0; i < 20; ++i) {
+    ERR_raise(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR);
+    CHECK(t.call(0, MsgType::pull, {}, deadline_in(10s)).status == Status::ok);
+  }
+  ERR_clear_error();
+  CHECK(t.connected(0));
+}
+
 TEST_CASE("a flipped byte drops the connection and no altered frame is ever accepted",
           "[transport][tls][net]") {
   const auto dir = GENERATE(TamperProxy::Direction::to_client, TamperProxy::Direction::to_server);

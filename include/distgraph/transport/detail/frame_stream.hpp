@@ -462,6 +462,9 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     got = 0;
     while (got < room) {
       const int want = static_cast<int>(std::min<std::size_t>(room - got, INT_MAX));
+      // SSL_get_error reads this thread's error queue: an entry left by another
+      // connection's failure must not fail this one.
+      ERR_clear_error();
       const int r = SSL_read(ssl_.get(), dst + got, want);
       if (r > 0) {
         got += static_cast<std::size_t>(r);
@@ -499,6 +502,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
     {
       std::lock_guard lock(mu_);
       if (closed_) return;
+      ERR_clear_error();
       const int r = SSL_do_handshake(ssl_.get());
       if (r != 1) {
         const int err = SSL_get_error(ssl_.get(), r);
@@ -696,6 +700,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         }
         src = tls_stage_.get();
       }
+      ERR_clear_error();
       const int r = SSL_write(ssl_.get(), src, static_cast<int>(len));
       if (r > 0) {
         tls_retry_len_ = 0;
