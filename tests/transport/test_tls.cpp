@@ -1,7 +1,13 @@
 // TLS 1.3 on the transport, attacked: a man in the middle who flips a byte, a recorded
 // session replayed, peers in another mode, certificates from a stranger or past their date,
 // and 100,000 mangled frames; every server on 127.0.0.1.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -121,7 +127,10 @@ TEST_CASE("an OpenSSL error left on the caller's thread does not fail its calls"
 TEST_CASE("a flipped byte drops the connection and no altered frame is ever accepted",
           "[transport][tls][net]") {
   const auto dir = GENERATE(TamperProxy::Direction::to_client, TamperProxy::Direction::to_server);
-  INFO((dir == TamperProxy::Direction::to_client ? "server to client" : "client to server"));
+  // In the first record, or behind two good records that are delivered first.
+  const std::uint64_t at = GENERATE(5000, 40000);
+  INFO((dir == TamperProxy::Direction::to_client ? "server to client" : "client to server")
+       << ", byte " << at);
   const auto data = pattern(64 * 1024, 7);
   std::atomic<int> altered_requests{0}, requests{0};
   auto handler = [&](const Request& r) {
@@ -136,7 +145,7 @@ TEST_CASE("a flipped byte drops the connection and no altered frame is ever acce
   TamperProxy proxy(server->port());
   AsioTransport t({proxy.endpoint()}, client_options("k"));
   // Past the handshake: the flip lands inside the first request or its reply.
-  proxy.flip(dir, 5000);
+  proxy.flip(dir, at);
   int ok = 0, failed = 0, altered_replies = 0;
   for (int i = 0; i < 20; ++i) {
     Message m;
@@ -245,6 +254,73 @@ TEST_CASE("peers in different TLS modes each get one clear error", "[transport][
                                   "certificates"));
     CHECK(log.wait_for("client requires TLS (certificates); this server runs TLS with psk"));
   }
+}
+
+TEST_CASE("a PSK client refuses a peer that fakes the PSK mode and shows a certificate",
+          "[transport][tls][net]") {
+  // A man in the middle: a server hello in clear that says "PSK", then a TLS handshake
+  // with a certificate of its own in place of the PSK, hoping for the client's hello.
+  Pki pki;
+  const detail::TlsContext rogue_tls(TlsMode::certificates, true, pki.stranger.options(pki.ca), "");
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(lfd, 1) == 0);
+  REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  std::atomic<long> hello_bytes{-1};  // what the rogue read after its handshake
+  std::thread rogue([&] {
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    const auto hello = flatten(encode_frame(
+        {.type = MsgType::hello},
+        Message::owning(detail::encode_server_hello(true, TlsMode::psk, detail::random_nonce()))));
+    ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
+    const auto ssl = rogue_tls.make_ssl(fd);
+    SSL_set_verify(ssl.get(), SSL_VERIFY_NONE, nullptr);  // asks the client for nothing
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    auto wait = [&](int r) {
+      const int err = SSL_get_error(ssl.get(), r);
+      if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) return false;
+      pollfd p{fd, static_cast<short>(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      return std::chrono::steady_clock::now() < deadline && ::poll(&p, 1, 100) >= 0;
+    };
+    int r = 0;
+    while ((r = SSL_accept(ssl.get())) != 1 && wait(r)) {
+    }
+    long got = 0;
+    std::array<char, 256> buf;
+    while (std::chrono::steady_clock::now() < deadline) {
+      r = SSL_read(ssl.get(), buf.data(), static_cast<int>(buf.size()));
+      if (r > 0) {
+        got += r;
+        continue;
+      }
+      if (!wait(r)) break;
+    }
+    ERR_clear_error();
+    hello_bytes = got;
+    ::close(fd);
+  });
+  const std::string e = what_of([&] {
+    AsioTransport({{"127.0.0.1", ntohs(a.sin_port)}}, client_options("k"));
+  });
+  rogue.join();
+  ::close(lfd);
+  CHECK_THAT(e, Catch::Contains("TLS handshake failed") &&
+                    Catch::Contains("did not use the shared secret's key"));
+  CHECK(hello_bytes == 0);  // the client never sent its hello (nonce and proof) to it
+}
+
+TEST_CASE("TLS options name all three certificate files or none", "[transport][tls]") {
+  Pki pki;
+  auto partial = pki.server.options(pki.ca);
+  partial.cert_file.clear();  // a key and a CA alone would silently mean PSK, or nothing
+  CHECK_THAT(what_of([&] { AsioServer s(echo, {.secret = "k", .tls = partial}); }),
+             Catch::Contains("all three") && Catch::Contains("2 given"));
+  CHECK_THROWS_AS(AsioTransport({{"127.0.0.1", 1}}, client_options("", partial)), InvalidArgument);
 }
 
 TEST_CASE("certificates: peers signed by the job's CA talk, a stranger or an expired one does not",

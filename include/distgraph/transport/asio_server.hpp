@@ -146,6 +146,7 @@ class AsioServer {
     if (options_.max_queued_reply_bytes == 0)
       throw InvalidArgument("server option max_queued_reply_bytes = 0; at least 1 is needed");
     if (options_.num_threads == 0) options_.num_threads = std::max(2u, default_num_threads());
+    check_tls_options(options_.tls);
     tls_mode_ = tls_mode(options_.tls, options_.secret);
     if (tls_mode_ != TlsMode::off)
       tls_ = std::make_unique<detail::TlsContext>(tls_mode_, true, options_.tls, options_.secret);

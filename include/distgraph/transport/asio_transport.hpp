@@ -523,6 +523,7 @@ class AsioTransport {
     Impl(std::vector<Endpoint> servers, AsioTransportOptions opt) : options(std::move(opt)) {
       if (servers.empty())
         throw InvalidArgument("AsioTransport: no servers given; expected at least one");
+      check_tls_options(options.tls);
       if (const TlsMode m = tls_mode(options.tls, options.secret); m != TlsMode::off)
         tls = std::make_shared<const detail::TlsContext>(m, false, options.tls, options.secret);
       io_thread = std::thread([this] { io.run(); });

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "distgraph/core/error.hpp"
+
 namespace distgraph {
 
 /// How a connection is protected once both sides agree on it.
@@ -26,6 +28,16 @@ struct TlsOptions {
   /// peers' certificates (PEM). All three, or none.
   std::filesystem::path cert_file{}, key_file{}, ca_file{};
 };
+
+/// Throws InvalidArgument unless `tls` names all three certificate files or none.
+inline void check_tls_options(const TlsOptions& tls) {
+  const int given = !tls.cert_file.empty() + !tls.key_file.empty() + !tls.ca_file.empty();
+  if (given != 0 && given != 3)
+    throw InvalidArgument(
+        "TLS with certificates needs all three of the certificate, its key and the CA "
+        "(--tls-cert, --tls-key, --tls-ca or DISTGRAPH_TLS_CERT, _KEY, _CA); " +
+        std::to_string(given) + " given");
+}
 
 /// The mode `tls` and a shared secret give: off, psk or certificates.
 inline TlsMode tls_mode(const TlsOptions& tls, const std::string& secret) noexcept {

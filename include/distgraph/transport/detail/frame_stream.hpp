@@ -460,6 +460,12 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   // rejected record: the stream is closed with the reason). mu_ held.
   ReadNow tls_read_locked(std::byte* dst, std::size_t room, std::size_t& got) {
     got = 0;
+    if (tls_read_failure_) {
+      // A failure found behind good bytes, which went out first: report it now (an SSL
+      // object in error would not name it again).
+      close_locked(*tls_read_failure_, false);
+      return ReadNow::closed;
+    }
     while (got < room) {
       const int want = static_cast<int>(std::min<std::size_t>(room - got, INT_MAX));
       // SSL_get_error reads this thread's error queue: an entry left by another
@@ -476,19 +482,26 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         tls_read_wants_write_ = err == SSL_ERROR_WANT_WRITE;
         return got > 0 ? ReadNow::progress : ReadNow::would_block;
       }
-      // What came before the failure is authentic; the failure repeats on the next read.
-      if (got > 0) break;
       // A reset counts as the end of the stream, as in clear (on_read).
       const bool eof = err == SSL_ERROR_ZERO_RETURN ||
                        (err == SSL_ERROR_SYSCALL && (errno == 0 || errno == ECONNRESET));
-      if (eof && (have_header_ || rlen_ > 0))
+      if (!eof) {
+        // What came before the failure is authentic: it goes out first.
+        const std::string why = err == SSL_ERROR_SYSCALL
+                                    ? std::string("receive failed: ") + std::strerror(errno)
+                                    : "TLS record rejected: " + tls_failure_text(ssl_.get(), r);
+        if (got > 0) {
+          tls_read_failure_ = why;
+          break;
+        }
+        close_locked(why, false);
+      } else if (got > 0) {
+        break;  // the end repeats on the next read
+      } else if (have_header_ || rlen_ > 0) {
         close_locked("connection closed in the middle of a frame", false);
-      else if (eof)
+      } else {
         close_locked("connection closed by peer", true);
-      else if (err == SSL_ERROR_SYSCALL)
-        close_locked(std::string("receive failed: ") + std::strerror(errno), false);
-      else
-        close_locked("TLS record rejected: " + tls_failure_text(ssl_.get(), r), false);
+      }
       return ReadNow::closed;
     }
     tls_read_blocked_ = false;
@@ -517,6 +530,8 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
         }
         why = tls_failure_text(ssl_.get(), r);
         if (why.empty()) why = "TLS handshake failed";
+      } else {
+        why = tls_established_check(ssl_.get());
       }
       // SSL may already hold bytes read with its last flight.
       tls_read_blocked_ = false;
@@ -921,6 +936,7 @@ class FrameStream : public std::enable_shared_from_this<Derived> {
   bool tls_read_blocked_ = true, tls_read_wants_write_ = false, tls_write_wants_read_ = false;
   std::size_t tls_retry_len_ = 0;
   std::unique_ptr<std::byte[]> tls_stage_;
+  std::optional<std::string> tls_read_failure_;  // found behind good bytes, reported next
 };
 
 }  // namespace distgraph::detail

@@ -211,6 +211,12 @@ inline std::string tls_failure_text(SSL* ssl, int ret) {
   return "TLS error " + std::to_string(err);
 }
 
+/// After a handshake that succeeded: "" when it authenticated the peer as the mode requires,
+/// else why not. In PSK mode the session must rest on the PSK: a peer that ignored it and
+/// presented some certificate instead (a man in the middle who faked the server hello's
+/// mode) would otherwise pass, as a PSK client verifies no certificate.
+inline std::string tls_established_check(SSL* ssl);
+
 /// One side's TLS 1.3 configuration (an SSL_CTX), shared by its connections. Built from
 /// TlsOptions and the shared secret: certificates when a certificate is given, else a PSK
 /// derived from the secret (HKDF-SHA256, identity "distgraph"). Session tickets and
@@ -250,6 +256,10 @@ class TlsContext {
   TlsContext& operator=(const TlsContext&) = delete;
 
   TlsMode mode() const noexcept { return mode_; }
+  /// The context `ssl` was made from.
+  static const TlsContext& of(SSL* ssl) {
+    return *static_cast<const TlsContext*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  }
 
   /// A new connection's SSL object on socket `fd` (non-blocking; the caller owns fd).
   SslPtr make_ssl(int fd) const {
@@ -357,5 +367,11 @@ class TlsContext {
   std::unique_ptr<SSL_CTX, CtxFree> ctx_;
   std::array<unsigned char, 32> psk_{};
 };
+
+inline std::string tls_established_check(SSL* ssl) {
+  if (TlsContext::of(ssl).mode() == TlsMode::psk && SSL_session_reused(ssl) != 1)
+    return "the peer did not use the shared secret's key (it offered a certificate instead)";
+  return "";
+}
 
 }  // namespace distgraph::detail
