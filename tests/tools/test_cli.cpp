@@ -201,8 +201,8 @@ TEST_CASE("distgraph serve refuses TLS flags that contradict each other, naming 
   const RunResult alone = with({"--tls-cert", "c.pem"});
   INFO(describe(alone));
   CHECK(alone.exit_code == 2);
-  CHECK(alone.err.find("needs all three of --tls-cert, --tls-key and --tls-ca") !=
-        std::string::npos);
+  CHECK(alone.err.find("needs all three") != std::string::npos);
+  CHECK(alone.err.find("--tls-cert, --tls-key, --tls-ca") != std::string::npos);
   CHECK(alone.out.find("listening") == std::string::npos);
 }
 

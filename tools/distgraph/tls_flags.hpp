@@ -34,10 +34,11 @@ inline TlsOptions tls_from_flags(const Args& args) {
     throw UsageError(
         "--no-tls with TLS certificates: choose one (certificates: --tls-cert, "
         "--tls-key, --tls-ca, or DISTGRAPH_TLS_*)");
-  if (any && (t.cert_file.empty() || t.key_file.empty() || t.ca_file.empty()))
-    throw UsageError(
-        "TLS with certificates needs all three of --tls-cert, --tls-key and "
-        "--tls-ca (or DISTGRAPH_TLS_CERT, _KEY, _CA)");
+  try {
+    check_tls_options(t);  // the library's own rule, as a usage error here
+  } catch (const InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
   return t;
 }
 
