@@ -24,6 +24,21 @@
 //                         and renamed (what the partitioner's .npy writer does), on the same
 //                         number of threads. ratio = bound / value.
 // Each partitioning runs in its own forked child (fork, then the child reports over a pipe).
+//
+//   bench_partition --distributed 1,2,4 [--scale S] [--edge-factor K] [--parts P]
+//                   [--mpirun PATH] [--json]
+//
+// partitions the same R-MAT graph with `mpirun -n R distgraph partition --distributed
+// --input rmat:S:K` for each R listed (the ranks generate the graph between them; issue 33)
+// and compares, in the same run, with gpmetis and the single-process `distgraph partition
+// --input rmat:S:K` on that graph (no features: the ranks generate none):
+//   dist_partition_edge_cut  directed cut edges of the R-rank partition; bound = 2 x the
+//                            edgecut gpmetis reports (its undirected count). ratio = bound /
+//                            value; goal >= 1 / 1.10.
+//   dist_partition_time      wall seconds of the whole mpirun; bound = gpmetis's wall time.
+//   dist_partition_peak_rss  the largest rank's peak RSS; bound = 1.3 x the single-process
+//                            `distgraph partition` peak / R + 256 MiB (a rank's MPI runtime
+//                            and the program itself). ratio = bound / value; goal >= 1.
 #include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
@@ -78,6 +93,8 @@ struct Args {
   unsigned threads = 0;
   int runs = 1;
   std::string gpmetis = "/usr/bin/gpmetis";
+  std::string mpirun = "/usr/bin/mpirun";
+  std::vector<int> distributed;  ///< rank counts for the dist_partition_* figures
   std::string keep;  ///< output folder to keep; empty = a temporary folder, removed at exit
 };
 
@@ -85,7 +102,8 @@ struct Args {
   std::fprintf(stderr,
                "bench_partition: %s\nusage: bench_partition [--scale S] [--edge-factor K] "
                "[--parts P] [--feat-dim D] [--threads T] [--runs R] [--gpmetis PATH] "
-               "[--keep DIR] [--json]\n",
+               "[--keep DIR] [--json]\n       bench_partition --distributed R1,R2,... "
+               "[--scale S] [--edge-factor K] [--parts P] [--mpirun PATH] [--json]\n",
                why.c_str());
   std::exit(2);
 }
@@ -99,6 +117,21 @@ Args parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--keep") {
       a.keep = value;
+      continue;
+    }
+    if (flag == "--mpirun") {
+      a.mpirun = value;
+      continue;
+    }
+    if (flag == "--distributed") {
+      std::stringstream list(value);
+      for (std::string r; std::getline(list, r, ',');) {
+        int ranks = 0;
+        const auto [p, ec] = std::from_chars(r.data(), r.data() + r.size(), ranks);
+        if (ec != std::errc{} || p != r.data() + r.size() || ranks < 1 || ranks > 64)
+          usage("--distributed: bad rank count '" + r + "'");
+        a.distributed.push_back(ranks);
+      }
       continue;
     }
     if (flag == "--gpmetis") {
@@ -206,6 +239,128 @@ json result_json(const distgraph::PartitionResult& r, double seconds) {
           {"stage_s", stages}};
 }
 
+/// Runs `command` (a shell command line) to its end: wall seconds and its last stdout line
+/// that is a JSON object (null when none, or when it failed).
+std::pair<double, json> run_for_json(const std::string& command) {
+  distgraph::Stopwatch clock;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) fail("cannot run: " + command);
+  std::string out;
+  char buf[4096];
+  while (const std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  const double seconds = clock.seconds();
+  json last;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() == '{') last = json::parse(line);
+  if (status != 0) fail("failed (status " + std::to_string(status) + "): " + command);
+  return {seconds, last};
+}
+
+/// The dist_partition_* figures (see the top of this file).
+int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
+#ifndef DISTGRAPH_CLI
+  (void)args, (void)rep, (void)root;
+  fail("--distributed needs the distgraph program (built with the tools)");
+#else
+  const unsigned T = args.threads;
+  const std::string spec =
+      "rmat:" + std::to_string(args.scale) + ":" + std::to_string(args.edge_factor);
+  rep.note("generating " + spec + " for gpmetis ...");
+  const fs::path metis_file = root / "graph.metis";
+  std::int64_t n = 0, m = 0;
+  {
+    const distgraph::Graph g = distgraph::build_graph(
+        distgraph::rmat({.scale = args.scale,
+                         .edge_factor = args.edge_factor,
+                         .symmetrize = true,
+                         .num_threads = T}),
+        {.remove_self_loops = true, .remove_duplicates = true, .num_threads = T});
+    n = g.num_nodes();
+    m = g.num_edges();
+    write_metis_graph(metis_file, g, T);
+  }
+  ::malloc_trim(0);
+  rep.header({{"graph", spec + " (symmetrised, no self loops or duplicates), seed 1"},
+              {"n", std::to_string(n)},
+              {"m", std::to_string(m) + " directed"},
+              {"parts", std::to_string(args.parts)},
+              {"ranks", [&] {
+                 std::string r;
+                 for (const int x : args.distributed)
+                   r += (r.empty() ? "" : ",") + std::to_string(x);
+                 return r;
+               }()}});
+  rep.note("running gpmetis ...");
+  const GpmetisRun gp = run_gpmetis(args.gpmetis, metis_file, args.parts, root / "gpmetis.log");
+  fs::remove(metis_file);
+  fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
+  rep.note("single-process distgraph partition ...");
+  const std::string parts = std::to_string(args.parts);
+  const auto [single_s, single] =
+      run_for_json(std::string(DISTGRAPH_CLI) + " partition --input " + spec + " --parts " + parts +
+                   " --out " + (root / "single").string() + " --json 2>/dev/null");
+  fs::remove_all(root / "single");
+  const double single_peak = single["peak_rss_bytes"].get<double>();
+  const json base = {{"scale", args.scale},
+                     {"edge_factor", args.edge_factor},
+                     {"n", n},
+                     {"m", m},
+                     {"parts", args.parts},
+                     {"gpmetis_edgecut", gp.edge_cut},
+                     {"gpmetis_wall_s", gp.wall_s},
+                     {"gpmetis_max_rss_bytes", gp.max_rss_bytes},
+                     {"single_process_s", single_s},
+                     {"single_process_peak_rss_bytes", single_peak},
+                     {"single_process_edge_cut", single["edge_cut"]}};
+  for (const int ranks : args.distributed) {
+    rep.note("mpirun -n " + std::to_string(ranks) + " distgraph partition --distributed ...");
+    const auto [secs, r] = run_for_json(
+        args.mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
+        std::to_string(ranks) + " " + DISTGRAPH_CLI + " partition --distributed --input " + spec +
+        " --parts " + parts + " --out " + (root / "dist").string() + " --json 2>/dev/null");
+    fs::remove_all(root / "dist");
+    json params = base;
+    params["ranks"] = ranks;
+    params["peak_rss_bytes_per_rank"] = r["peak_rss_bytes_per_rank"];
+    params["stage_s"] = r["stage_s"];
+    params["node_balance"] = r["node_balance"];
+    params["edge_balance"] = r["edge_balance"];
+    const std::string label = std::to_string(ranks) + " rank(s)";
+    rep.add(Figure{.figure = "dist_partition_edge_cut",
+                   .value = r["edge_cut"].get<double>(),
+                   .unit = "edges",
+                   .bound = 2.0 * static_cast<double>(gp.edge_cut),
+                   .bound_name = "gpmetis_edgecut_directed",
+                   .kind = Kind::time,
+                   .params = params,
+                   .label = label});
+    rep.add(Figure{.figure = "dist_partition_time",
+                   .value = secs,
+                   .unit = "s",
+                   .bound = gp.wall_s,
+                   .bound_name = "gpmetis_wall",
+                   .kind = Kind::time,
+                   .params = params,
+                   .label = label});
+    rep.add(Figure{.figure = "dist_partition_peak_rss",
+                   .value = r["peak_rss_bytes"].get<double>(),
+                   .unit = "bytes",
+                   .bound = 1.3 * single_peak / ranks + 256.0 * (1 << 20),
+                   .bound_name = "1.3x_single_process_peak_per_rank_plus_256MiB",
+                   .kind = Kind::time,
+                   .params = params,
+                   .label = label});
+  }
+  rep.note("gpmetis: wall " + fixed(gp.wall_s) + " s, edgecut " + std::to_string(gp.edge_cut) +
+           " (undirected), max RSS " + mib(static_cast<double>(gp.max_rss_bytes)) +
+           "; single-process distgraph partition: " + fixed(single_s) + " s, peak " +
+           mib(single_peak) + ", directed cut " + single["edge_cut"].dump());
+  return 0;
+#endif
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -231,6 +386,7 @@ int run(int argc, char** argv) {
       if (!keep) fs::remove_all(dir, ec);
     }
   } cleanup{root, !args.keep.empty()};
+  if (!args.distributed.empty()) return run_distributed(args, rep, root);
 
   // Input: R-MAT, symmetrised, no self loops or duplicates; D-dim float32 features.
   rep.note("generating R-MAT and features ...");

@@ -15,6 +15,7 @@ packages=(
   libopenblas0-pthread
   python3-numpy
   openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
+  libopenmpi-dev libptscotch-dev  # distgraph partition --distributed: PT-Scotch over MPI
   openssh-server openssh-client rsync iproute2 util-linux  # scripts/testbed.sh: hosts in namespaces
   strace  # tests/integration/test_durable_writes.cpp: the fsync and rename order
   ccache  # CMakeLists.txt: a rebuild, or a fresh clone at the same path, reuses compiled objects

@@ -145,6 +145,7 @@ using Command = int (*)(std::vector<std::string> args);
 
 int run_info(std::vector<std::string> args);
 int run_partition(std::vector<std::string> args);
+int run_chunk(std::vector<std::string> args);
 int run_serve(std::vector<std::string> args);
 int run_launch(std::vector<std::string> args);
 int run_copy(std::vector<std::string> args);

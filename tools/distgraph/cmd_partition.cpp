@@ -11,11 +11,15 @@
 #include "distgraph/core/timer.hpp"
 #include "distgraph/graph/builder.hpp"
 #include "distgraph/graph/generators.hpp"
+#include "distgraph/io/chunked.hpp"
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/edge_list.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/partition/partition_hetero.hpp"
+#include "partition_distributed_command.hpp"
+#include "partition_summary.hpp"
+#include "rmat_spec.hpp"
 #include "typed_dataset_input.hpp"
 
 namespace distgraph::cli {
@@ -23,7 +27,8 @@ namespace {
 
 /// The input as a Dataset plus the graph to partition. `rmat:S[:K]` generates R-MAT
 /// (scale S, edge factor K, symmetrised, without self-loops or duplicates), `sbm` the
-/// built-in SBM, a folder is a dataset folder and a file an edge list.
+/// built-in SBM, a folder is a dataset folder or a chunked graph folder (read whole), and a
+/// file an edge list.
 struct Input {
   Dataset data;
   Graph graph;
@@ -31,34 +36,23 @@ struct Input {
 
 Input load_input(const std::string& spec, std::uint64_t seed, unsigned threads) {
   Input in;
-  if (spec.rfind("rmat:", 0) == 0) {
-    RmatOptions r;
-    std::string rest = spec.substr(5);
-    const auto colon = rest.find(':');
-    try {
-      r.scale = std::stoi(rest.substr(0, colon));
-      if (colon != std::string::npos) r.edge_factor = std::stoi(rest.substr(colon + 1));
-    } catch (const std::exception&) {
-      throw UsageError("partition: --input '" + spec + "': expected rmat:SCALE[:EDGE_FACTOR]");
-    }
-    if (r.scale < 1 || r.scale > 30 || r.edge_factor < 1 || r.edge_factor > 1024)
-      throw UsageError("partition: --input '" + spec +
-                       "': scale must be in [1, 30] and edge factor in [1, 1024]");
-    r.seed = seed == 0 ? 1 : seed;
-    r.num_threads = threads;
-    Coo coo = rmat(r);
+  if (auto r = parse_rmat_spec(spec, seed)) {
+    r->num_threads = threads;
+    Coo coo = rmat(*r);
     BuildOptions b;
     b.remove_self_loops = true;
     b.remove_duplicates = true;
     b.symmetrize = true;
     b.num_threads = threads;
     in.graph = build_graph(coo, b);
-    in.data.name = "rmat" + std::to_string(r.scale);
+    in.data.name = "rmat" + std::to_string(r->scale);
     in.data.num_nodes = in.graph.num_nodes();
     return in;
   }
   if (spec == "sbm") {
     in.data = sbm_dataset();
+  } else if (is_chunked_folder(spec)) {
+    in.data = load_chunked_dataset(spec);  // whole, in this one process
   } else if (std::filesystem::is_directory(spec)) {
     in.data = load_dataset(spec);
   } else if (std::filesystem::exists(spec)) {
@@ -68,75 +62,6 @@ Input load_input(const std::string& spec, std::uint64_t seed, unsigned threads) 
   }
   in.graph = dataset_graph(in.data, threads);
   return in;
-}
-
-nlohmann::json summary_json(const PartitionResult& r, const std::string& input) {
-  nlohmann::json parts = nlohmann::json::array();
-  for (std::size_t p = 0; p < r.parts.size(); ++p) {
-    const auto& s = r.parts[p];
-    nlohmann::json j = {{"part", p},
-                        {"nodes", s.inner_nodes},
-                        {"halo_nodes", s.halo_nodes},
-                        {"edges", s.inner_edges},
-                        {"local_edges", s.local_edges}};
-    if (!s.class_counts.empty()) {
-      j["train_nodes"] = s.class_counts[0];
-      j["class_counts"] = s.class_counts;
-    }
-    parts.push_back(j);
-  }
-  nlohmann::json stages = nlohmann::json::object();
-  double total = 0;
-  for (const auto& st : r.stages) {
-    stages[st.name] = st.seconds;
-    total += st.seconds;
-  }
-  return {{"input", input},
-          {"config", r.config.path.string()},
-          {"graph_name", r.config.graph_name},
-          {"method", r.config.part_method},
-          {"num_parts", r.config.num_parts},
-          {"num_nodes", r.config.num_nodes},
-          {"num_edges", r.config.num_edges},
-          {"edge_cut", r.cross_edges},
-          {"edge_cut_fraction", r.config.num_edges > 0 ? static_cast<double>(r.cross_edges) /
-                                                             static_cast<double>(r.config.num_edges)
-                                                       : 0.0},
-          {"metis_edge_cut", r.metis_edge_cut},
-          {"node_balance", r.node_balance},
-          {"edge_balance", r.edge_balance},
-          {"class_balance", r.class_balance},
-          {"parts", parts},
-          {"stage_s", stages},
-          {"total_s", total},
-          {"peak_rss_bytes", r.peak_rss_bytes}};
-}
-
-void print_summary(const nlohmann::json& j) {
-  std::printf("partitioned %s into %lld parts (%s) -> %s\n", j["input"].get<std::string>().c_str(),
-              j["num_parts"].get<long long>(), j["method"].get<std::string>().c_str(),
-              j["config"].get<std::string>().c_str());
-  std::printf("nodes %lld, edges %lld, edge cut %lld (%.2f%% of edges)",
-              j["num_nodes"].get<long long>(), j["num_edges"].get<long long>(),
-              j["edge_cut"].get<long long>(), 100.0 * j["edge_cut_fraction"].get<double>());
-  if (j["metis_edge_cut"].get<long long>() >= 0)
-    std::printf(", METIS objective %lld", j["metis_edge_cut"].get<long long>());
-  std::printf("\n%6s %12s %12s %12s %12s\n", "part", "nodes", "halo", "edges", "train");
-  for (const auto& p : j["parts"])
-    std::printf(
-        "%6lld %12lld %12lld %12lld %12s\n", p["part"].get<long long>(),
-        p["nodes"].get<long long>(), p["halo_nodes"].get<long long>(), p["edges"].get<long long>(),
-        p.contains("train_nodes") ? std::to_string(p["train_nodes"].get<long long>()).c_str()
-                                  : "-");
-  std::printf("balance (max/mean): nodes %.3f, edges %.3f", j["node_balance"].get<double>(),
-              j["edge_balance"].get<double>());
-  const char* names[] = {"train", "val", "test", "other"};
-  std::size_t k = 0;
-  for (const auto& b : j["class_balance"])
-    std::printf(", %s %.3f", k < 4 ? names[k++] : "class", b.get<double>());
-  // The stages were printed as they ran; only the total is repeated here.
-  std::printf("\ntime: total %.3f s; peak memory %.1f MiB\n", j["total_s"].get<double>(),
-              static_cast<double>(j["peak_rss_bytes"].get<long long>()) / (1 << 20));
 }
 
 }  // namespace
@@ -158,13 +83,19 @@ int run_partition(std::vector<std::string> argv) {
               "bf16, f16 or f32 (default): the dtype node features are stored and served in")
       .option("seed", "seed for METIS, random assignment and generators (default 0)")
       .option("threads", "worker threads (default: all cores)")
+      .flag("distributed",
+            "run as one rank of an MPI job (mpirun -n P distgraph partition --distributed ...): "
+            "the ranks read a chunked folder (distgraph chunk) or generate rmat:S between "
+            "them, partition it with PT-Scotch and each writes the partitions it owns")
       .flag("json", "print the summary as one JSON object");
   args.parse(0);
   if (args.help()) {
     args.print_help(
         "distgraph partition --input DIR --name NAME --parts N --method metis|random --out DIR\n"
         "                    [--balance-ntypes train] [--balance-edges] [--no-relabel]\n"
-        "                    [--halo-hops K] [--feat-dtype bf16|f16|f32] [--seed S] [--json]");
+        "                    [--halo-hops K] [--feat-dtype bf16|f16|f32] [--seed S] [--json]\n"
+        "mpirun -n P distgraph partition --distributed --input CHUNKED_DIR|rmat:S --parts K "
+        "--out DIR [...]");
     return 0;
   }
   const auto input = args.get("input");
@@ -191,6 +122,23 @@ int run_partition(std::vector<std::string> argv) {
   opts.num_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
   opts.balance_edges = args.has("balance-edges");
   const bool json = args.has("json");
+  if (args.has("distributed")) {
+    DistributedPartitionRequest req;
+    req.input = *input;
+    req.name = args.get("name");
+    req.parts = parts;
+    req.out = args.get_or("out", "partitions");
+    req.opts = opts;
+    req.json = json;
+    if (!opts.relabel)
+      throw UsageError("partition: --no-relabel is not available with --distributed");
+    if (auto b = args.get("balance-ntypes")) {
+      if (*b != "train")
+        throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
+      req.balance_train = true;
+    }
+    return run_partition_distributed(req);
+  }
   Progress progress(json);
   opts.progress = &progress;
 

@@ -19,8 +19,8 @@
 #include "distgraph/core/timer.hpp"
 #include "distgraph/infer/layerwise_inference.hpp"
 #include "distgraph/io/npy.hpp"
+#include "distgraph/io/npy_row_file.hpp"
 #include "distgraph/nn/node_model.hpp"
-#include "npy_row_file.hpp"
 
 namespace distgraph::cli {
 

@@ -54,6 +54,8 @@ struct Subcommand {
 const Subcommand subcommands[] = {
     {"info", distgraph::cli::run_info,
      "load the built-in SBM graph or a dataset folder and print its statistics"},
+    {"chunk", distgraph::cli::run_chunk,
+     "write a dataset folder as a chunked graph folder (partition --distributed reads it)"},
     {"partition", distgraph::cli::run_partition,
      "split a graph into partitions (METIS or random) and write the partition folder"},
     {"serve", distgraph::cli::run_serve,

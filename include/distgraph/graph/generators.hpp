@@ -76,12 +76,10 @@ struct RmatOptions {
   unsigned num_threads = 0;  ///< 0 = hardware threads; the result does not depend on it
 };
 
-/// Recursive-matrix graph (Chakrabarti, Zhan, Faloutsos 2004): each edge descends `scale`
-/// levels of the adjacency matrix, picking quadrant a/b/c/d each time. IDs are not
-/// permuted, so low IDs get the most edges (node 0 is the hub). The raw edge list may hold
-/// duplicates and self loops. Deterministic in `seed`. Throws InvalidArgument for a scale
-/// outside [0, 40], a negative edge factor or probabilities, or all-zero probabilities.
-inline Coo rmat(const RmatOptions& opts = {}) {
+namespace detail {
+
+/// Throws InvalidArgument unless `opts` describe an R-MAT graph rmat() can generate.
+inline void check_rmat_options(const RmatOptions& opts) {
   if (opts.scale < 0 || opts.scale > 40)
     throw InvalidArgument("rmat: scale " + std::to_string(opts.scale) + "; expected [0, 40]");
   if (opts.edge_factor < 0)
@@ -92,43 +90,79 @@ inline Coo rmat(const RmatOptions& opts = {}) {
     throw InvalidArgument("rmat: quadrant probabilities (" + std::to_string(opts.a) + ", " +
                           std::to_string(opts.b) + ", " + std::to_string(opts.c) + ", " +
                           std::to_string(opts.d) + "); expected non-negative, positive sum");
-  const std::int64_t n = std::int64_t{1} << opts.scale;
-  const std::int64_t m = static_cast<std::int64_t>(opts.edge_factor) * n;
+}
+
+}  // namespace detail
+
+/// The number of generated edges of rmat(opts) before symmetrising: edge_factor * 2^scale.
+inline std::int64_t rmat_num_generated(const RmatOptions& opts) {
+  return static_cast<std::int64_t>(opts.edge_factor) * (std::int64_t{1} << opts.scale);
+}
+
+/// The number of random streams rmat(opts) draws its edges from, generator_chunk edges
+/// each: a process that generates streams [k0, k1) with rmat_stream makes its share of
+/// exactly the edges rmat() makes, so ranks of a job can generate one graph between them.
+inline std::int64_t rmat_num_streams(const RmatOptions& opts) {
+  return (rmat_num_generated(opts) + detail::generator_chunk - 1) / detail::generator_chunk;
+}
+
+/// Calls `emit(u, v)` for each generated edge of stream `k` of rmat(opts), in order
+/// (without the reversed copies `symmetrize` adds). Throws InvalidArgument as rmat().
+template <class Emit>
+void rmat_stream(const RmatOptions& opts, std::int64_t k, Emit&& emit) {
+  detail::check_rmat_options(opts);
+  const double sum = opts.a + opts.b + opts.c + opts.d;
   // 32-bit thresholds: one 64-bit draw decides two levels.
   const auto threshold = [&](double p) {
     return static_cast<std::uint32_t>(std::min(4294967295.0, std::floor(p / sum * 4294967296.0)));
   };
   const std::uint32_t ta = threshold(opts.a), tab = threshold(opts.a + opts.b),
                       tabc = threshold(opts.a + opts.b + opts.c);
+  const std::int64_t m = rmat_num_generated(opts);
+  detail::SplitMix64 rng(opts.seed, static_cast<std::uint64_t>(k));
+  const std::int64_t e_end = std::min(m, (k + 1) * detail::generator_chunk);
+  for (std::int64_t e = k * detail::generator_chunk; e < e_end; ++e) {
+    std::uint64_t u = 0, v = 0, bits = 0;
+    for (int level = 0; level < opts.scale; ++level) {
+      if ((level & 1) == 0) bits = rng.next();
+      const auto r = static_cast<std::uint32_t>(bits);
+      bits >>= 32;
+      const std::uint64_t su = r >= tab, sv = (r >= ta && r < tab) || r >= tabc;
+      u = (u << 1) | su;
+      v = (v << 1) | sv;
+    }
+    emit(static_cast<std::int64_t>(u), static_cast<std::int64_t>(v));
+  }
+}
+
+/// Recursive-matrix graph (Chakrabarti, Zhan, Faloutsos 2004): each edge descends `scale`
+/// levels of the adjacency matrix, picking quadrant a/b/c/d each time. IDs are not
+/// permuted, so low IDs get the most edges (node 0 is the hub). The raw edge list may hold
+/// duplicates and self loops. Deterministic in `seed`. Throws InvalidArgument for a scale
+/// outside [0, 40], a negative edge factor or probabilities, or all-zero probabilities.
+inline Coo rmat(const RmatOptions& opts = {}) {
+  detail::check_rmat_options(opts);
+  const std::int64_t n = std::int64_t{1} << opts.scale;
+  const std::int64_t m = rmat_num_generated(opts);
   const std::int64_t total = opts.symmetrize ? 2 * m : m;
   auto src = detail::uninit_buffer<std::int64_t>(static_cast<std::size_t>(total));
   auto dst = detail::uninit_buffer<std::int64_t>(static_cast<std::size_t>(total));
   std::int64_t* s = src.data();
   std::int64_t* t = dst.data();
-  const std::int64_t num_streams = (m + detail::generator_chunk - 1) / detail::generator_chunk;
   parallel_chunks(
-      0, num_streams, opts.num_threads,
+      0, rmat_num_streams(opts), opts.num_threads,
       [&](unsigned, std::int64_t kb, std::int64_t ke) {
         for (std::int64_t k = kb; k < ke; ++k) {
-          detail::SplitMix64 rng(opts.seed, static_cast<std::uint64_t>(k));
-          const std::int64_t e_end = std::min(m, (k + 1) * detail::generator_chunk);
-          for (std::int64_t e = k * detail::generator_chunk; e < e_end; ++e) {
-            std::uint64_t u = 0, v = 0, bits = 0;
-            for (int level = 0; level < opts.scale; ++level) {
-              if ((level & 1) == 0) bits = rng.next();
-              const auto r = static_cast<std::uint32_t>(bits);
-              bits >>= 32;
-              const std::uint64_t su = r >= tab, sv = (r >= ta && r < tab) || r >= tabc;
-              u = (u << 1) | su;
-              v = (v << 1) | sv;
-            }
-            s[e] = static_cast<std::int64_t>(u);
-            t[e] = static_cast<std::int64_t>(v);
+          std::int64_t e = k * detail::generator_chunk;
+          rmat_stream(opts, k, [&](std::int64_t u, std::int64_t v) {
+            s[e] = u;
+            t[e] = v;
             if (opts.symmetrize) {
-              s[m + e] = static_cast<std::int64_t>(v);
-              t[m + e] = static_cast<std::int64_t>(u);
+              s[m + e] = v;
+              t[m + e] = u;
             }
-          }
+            ++e;
+          });
         }
       },
       1);

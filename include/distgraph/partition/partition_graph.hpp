@@ -91,6 +91,62 @@ struct PartitionResult {
 
 namespace detail {
 
+/// Sets `r`'s node, edge and per-class balance (max / mean over its partitions, 1 when all
+/// are zero) from its partitions' counts.
+inline void set_balance(PartitionResult& r) {
+  auto max_over_mean = [&](auto get) {
+    double mx = 0, sum = 0;
+    for (const auto& st : r.parts) {
+      const double x = static_cast<double>(get(st));
+      mx = std::max(mx, x);
+      sum += x;
+    }
+    return sum > 0 ? mx / (sum / static_cast<double>(r.parts.size())) : 1.0;
+  };
+  r.node_balance = max_over_mean([](const PartitionStats& st) { return st.inner_nodes; });
+  r.edge_balance = max_over_mean([](const PartitionStats& st) { return st.inner_edges; });
+  r.class_balance.clear();
+  const std::size_t classes = r.parts.empty() ? 0 : r.parts.front().class_counts.size();
+  for (std::size_t c = 0; c < classes; ++c)
+    r.class_balance.push_back(
+        max_over_mean([c](const PartitionStats& st) { return st.class_counts[c]; }));
+}
+
+/// What every partitioner writes alike into `r.config`: the names and totals, one folder
+/// and one set of counts per partition (from `r.parts`), and the summary's figures with the
+/// per-type counts (`node_counts`, `edge_counts`, in input-ID order: a book of an
+/// unrelabeled typed partition derives each ID's type from them) in the distgraph section.
+inline void describe_partitions(PartitionResult& r, const std::string& name,
+                                const std::string& method, std::int64_t halo_hops,
+                                std::int64_t num_nodes, std::int64_t num_edges, bool relabel,
+                                std::uint64_t seed, const std::vector<std::int64_t>& node_counts,
+                                const std::vector<std::int64_t>& edge_counts) {
+  PartitionConfig& c = r.config;
+  c.graph_name = name;
+  c.part_method = method;
+  c.num_parts = static_cast<std::int64_t>(r.parts.size());
+  c.halo_hops = halo_hops;
+  c.num_nodes = num_nodes;
+  c.num_edges = num_edges;
+  c.relabeled = relabel;
+  c.parts.clear();
+  c.counts.clear();
+  for (std::size_t p = 0; p < r.parts.size(); ++p) {
+    const std::string dir = "part" + std::to_string(p);
+    c.parts.push_back({dir + "/graph", dir + "/node_feat", dir + "/edge_feat"});
+    const auto& st = r.parts[p];
+    c.counts.push_back({st.inner_nodes, st.halo_nodes, st.inner_edges, st.local_edges});
+  }
+  c.extra = {{"seed", seed},
+             {"type_counts", {{"nodes", node_counts}, {"edges", edge_counts}}},
+             {"relabel", relabel},
+             {"cross_edges", r.cross_edges},
+             {"metis_edge_cut", r.metis_edge_cut},
+             {"node_balance", r.node_balance},
+             {"edge_balance", r.edge_balance},
+             {"class_balance", r.class_balance}};
+}
+
 /// Calls `emit(u)` for each neighbour u of `v` in the symmetrised graph without self loops
 /// or duplicates, in increasing order: a merge of v's out- and in-rows (both sorted).
 template <class Emit>
@@ -654,43 +710,28 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     for (std::int64_t u : g.in.neighbors(v))
       cross += part[static_cast<std::size_t>(u)] != part[static_cast<std::size_t>(v)];
   result.cross_edges = cross;
-  auto max_over_mean = [&](auto get) {
-    double mx = 0, sum = 0;
-    for (const auto& st : result.parts) {
-      const double x = static_cast<double>(get(st));
-      mx = std::max(mx, x);
-      sum += x;
-    }
-    return sum > 0 ? mx / (sum / static_cast<double>(num_parts)) : 1.0;
-  };
   if (num_classes > 0) {
     for (auto& st : result.parts) st.class_counts.assign(static_cast<std::size_t>(num_classes), 0);
     for (std::int64_t v = 0; v < n; ++v)
       result.parts[static_cast<std::size_t>(part[static_cast<std::size_t>(v)])]
           .class_counts[static_cast<std::size_t>(classes[static_cast<std::size_t>(v)])]++;
-    for (std::int64_t c = 0; c < num_classes; ++c)
-      result.class_balance.push_back(max_over_mean(
-          [c](const PartitionStats& st) { return st.class_counts[static_cast<std::size_t>(c)]; }));
   }
-  result.node_balance = max_over_mean([](const PartitionStats& st) { return st.inner_nodes; });
-  result.edge_balance = max_over_mean([](const PartitionStats& st) { return st.inner_edges; });
+  detail::set_balance(result);
   progress.end();
 
   // 5. Publish: move the staged files into place, then write the config last.
   progress.begin("publish");
+  std::vector<std::int64_t> node_counts, edge_counts;
+  for (std::int32_t t = 0; t < ntypes; ++t) node_counts.push_back(types.num_nodes(NodeType(t)));
+  for (std::int32_t t = 0; t < etypes; ++t) edge_counts.push_back(types.num_edges(EdgeType(t)));
+  detail::describe_partitions(result, name, method, opts.halo_hops, n, m, opts.relabel, opts.seed,
+                              node_counts, edge_counts);
   PartitionConfig& c = result.config;
   c.path = config_path;
-  c.graph_name = name;
-  c.part_method = method;
-  c.num_parts = num_parts;
-  c.halo_hops = opts.halo_hops;
-  c.num_nodes = n;
-  c.num_edges = m;
   c.ntypes = types.node_type_names();
   c.etypes.clear();
   for (const auto& et : types.edge_types())
     c.etypes.push_back(et.src_type + ":" + et.edge_type + ":" + et.dst_type);
-  c.relabeled = opts.relabel;
   if (opts.relabel) {
     auto ranges = [&](const std::vector<std::int64_t>& off, std::int32_t per) {
       std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> r(
@@ -708,30 +749,11 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
     c.node_map_file = "node_map.npy";
     c.edge_map_file = "edge_map.npy";
   }
-  for (std::int64_t p = 0; p < num_parts; ++p) {
-    const std::string dir = "part" + std::to_string(p);
-    c.parts.push_back({dir + "/graph", dir + "/node_feat", dir + "/edge_feat"});
-    const auto& st = result.parts[static_cast<std::size_t>(p)];
-    c.counts.push_back({st.inner_nodes, st.halo_nodes, st.inner_edges, st.local_edges});
-  }
   for (const auto& [tname, t] : node_data)
     c.node_feats.push_back(
         {tname, std::string(dtype_name(detail::stored_node_dtype(t, opts))), t.shape});
   for (const auto& [tname, t] : edge_data)
     c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
-  std::vector<std::int64_t> node_counts, edge_counts;
-  for (std::int32_t t = 0; t < ntypes; ++t) node_counts.push_back(types.num_nodes(NodeType(t)));
-  for (std::int32_t t = 0; t < etypes; ++t) edge_counts.push_back(types.num_edges(EdgeType(t)));
-  c.extra = {{"seed", opts.seed},
-             // Per-type counts in input-ID order: a book of an unrelabeled typed partition
-             // derives each ID's type from them (relabeled ones have node_map ranges).
-             {"type_counts", {{"nodes", node_counts}, {"edges", edge_counts}}},
-             {"relabel", opts.relabel},
-             {"cross_edges", result.cross_edges},
-             {"metis_edge_cut", result.metis_edge_cut},
-             {"node_balance", result.node_balance},
-             {"edge_balance", result.edge_balance},
-             {"class_balance", result.class_balance}};
   auto publish = [&](const std::string& item) {
     const fs::path from = staging / item, to = out_dir / item;
     std::error_code e2;

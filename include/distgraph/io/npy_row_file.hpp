@@ -19,7 +19,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/io/npy.hpp"
 
-namespace distgraph::cli {
+namespace distgraph {
 
 /// A [rows, cols] (cols 0: [rows]) .npy file of `dtype` written into a temporary file
 /// beside `path` (its header first, the rest mapped), rows placed at any index with
@@ -94,4 +94,4 @@ class NpyRowFile {
   bool published_ = false;
 };
 
-}  // namespace distgraph::cli
+}  // namespace distgraph

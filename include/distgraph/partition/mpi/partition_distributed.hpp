@@ -1,0 +1,1072 @@
+// partition_distributed: partition a graph that no single process holds, as MPI ranks
+// that each read (or generate) a share of it, partition it with PT-Scotch between them and
+// write the partitions they own in partition_graph's format (docs/FORMATS.md).
+//
+// The steps (each rank; "owner" of an input node ID = the rank whose contiguous block of
+// input IDs holds it, "writer" of a partition = the rank that writes it):
+//   1. read its edge chunks (or generate its R-MAT streams) and send each edge to the
+//      owner of its destination: every rank then holds the in-edges of its block (CSC);
+//   2. build PT-Scotch's distributed graph (symmetrised, no loops or repeats) and
+//      partition it into K parts (or deal nodes at random);
+//   3. relabel: partition-major new IDs, input-ID order inside a partition (as
+//      partition_graph); the new ID of every edge's source is asked of its owner;
+//   4. send each node's in-edges and data rows to its partition's writer, which sorts
+//      them into the partition's CSC, gathers halo nodes (and, for more hops, their
+//      in-edges) from the other writers, and writes the files into a staging folder;
+//   5. once every rank has written, each writer moves its partitions into place and the
+//      first rank of every host writes the config: last, as the "complete" marker.
+// Exchanges go through MPI_Alltoallv in bounded pieces (mpi/comm.hpp). Bad input found
+// while reading fails every rank before anything is written (mpi::all_or_none).
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "distgraph/core/durable_file.hpp"
+#include "distgraph/core/error.hpp"
+#include "distgraph/core/half.hpp"
+#include "distgraph/core/progress.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/graph/generators.hpp"
+#include "distgraph/io/chunked.hpp"
+#include "distgraph/io/npy_row_file.hpp"
+#include "distgraph/partition/mpi/comm.hpp"
+#include "distgraph/partition/mpi/ptscotch.hpp"
+#include "distgraph/partition/partition_config.hpp"
+#include "distgraph/partition/partition_graph.hpp"
+
+namespace distgraph {
+
+/// The graph partition_distributed partitions: a chunked graph folder, or R-MAT generated
+/// by the ranks between them (symmetrised, without self loops or repeated edges: the graph
+/// `distgraph partition --input rmat:S` builds in one process).
+struct DistPartitionInput {
+  std::filesystem::path chunked;
+  std::optional<RmatOptions> rmat;
+};
+
+/// Options of partition_distributed; those partition_graph has mean the same.
+struct DistPartitionOptions {
+  PartMethod method = PartMethod::metis;  ///< metis: PT-Scotch's k-way (minimum edge cut)
+  int halo_hops = 1;
+  /// Balance train/val/test/other nodes (from the masks) across partitions: random deals
+  /// each class on its own; PT-Scotch, which balances one vertex weight, is followed by a
+  /// pass that moves the lowest-degree nodes of over-full classes to the partitions short
+  /// of them.
+  bool balance_train = false;
+  /// Balance in-degree sums: PT-Scotch's vertex weight becomes 1 + in-degree.
+  bool balance_edges = false;
+  DType feat_dtype = DType::float32;
+  std::uint64_t seed = 0;
+  double imbalance = 0.03;       ///< PT-Scotch's allowed imbalance
+  Progress* progress = nullptr;  ///< stage reporting (give it on one rank); null = silent
+};
+
+/// What partition_distributed did: the summary partition_graph gives (every rank has it),
+/// and each rank's peak memory.
+struct DistPartitionResult {
+  PartitionResult summary;
+  std::vector<std::int64_t> peak_rss_per_rank;
+  std::vector<std::int32_t> writer_of_part;  ///< the rank that wrote each partition
+  std::int64_t num_ranks = 1;
+};
+
+namespace detail::dist {
+
+/// An edge on its way to its partition's writer: new destination and source IDs and the
+/// input edge ID (later replaced by nothing: the new edge ID is its position).
+struct EdgeRecord {
+  std::int64_t dst, src, eid;
+};
+
+/// A generated edge on its way to its destination's owner (R-MAT: no input edge ID yet).
+struct Arc {
+  std::int64_t dst, src;
+};
+
+/// A node on its way to its partition's writer.
+struct NodeRecord {
+  std::int64_t nid, orig;
+};
+
+/// A contiguous block distribution of [0, n) over `size` ranks.
+struct Blocks {
+  std::vector<std::int64_t> start;  ///< size + 1 offsets
+  Blocks(std::int64_t n, int size) : start(even_bounds(n, size)) {}
+  int owner(std::int64_t v) const {
+    return static_cast<int>(std::upper_bound(start.begin(), start.end(), v) - start.begin()) - 1;
+  }
+  std::int64_t first(int r) const { return start[static_cast<std::size_t>(r)]; }
+  std::int64_t count(int r) const {
+    return start[static_cast<std::size_t>(r) + 1] - start[static_cast<std::size_t>(r)];
+  }
+};
+
+/// The in-edges of a rank's block of input node IDs, as a CSC.
+struct InEdges {
+  std::int64_t first = 0, count = 0;
+  std::vector<std::int64_t> indptr;  ///< count + 1
+  std::vector<std::int64_t> src;     ///< input IDs of the sources, sorted per row
+  std::vector<std::int64_t> eid;     ///< input edge IDs; empty: eid_base + position
+  std::int64_t eid_base = 0;
+  bool simple_symmetric = false;  ///< the CSC is symmetric, loop- and repeat-free (R-MAT)
+  std::int64_t edge_id(std::size_t k) const {
+    return eid.empty() ? eid_base + static_cast<std::int64_t>(k) : eid[k];
+  }
+};
+
+/// Groups positions [0, n) by `dest(i)` in [0, size): the positions in order per rank, and
+/// size + 1 offsets.
+template <class Dest>
+std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> group_by_rank(std::int64_t n,
+                                                                              int size,
+                                                                              Dest&& dest) {
+  std::vector<std::int64_t> off(static_cast<std::size_t>(size) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) ++off[static_cast<std::size_t>(dest(i)) + 1];
+  for (std::size_t r = 0; r < static_cast<std::size_t>(size); ++r) off[r + 1] += off[r];
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> at(off.begin(), off.end() - 1);
+  for (std::int64_t i = 0; i < n; ++i)
+    order[static_cast<std::size_t>(at[static_cast<std::size_t>(dest(i))]++)] = i;
+  return {std::move(order), std::move(off)};
+}
+
+/// Per-rank counts from group_by_rank's offsets.
+inline std::vector<std::int64_t> counts_of(const std::vector<std::int64_t>& off) {
+  std::vector<std::int64_t> c(off.size() - 1);
+  for (std::size_t r = 0; r + 1 < off.size(); ++r) c[r] = off[r + 1] - off[r];
+  return c;
+}
+
+/// Sends, for each rank d, the records `make(order[i])` for i in d's run of `order`.
+template <class T, class Make>
+std::vector<T> send_grouped(const mpi::Comm& c, const std::vector<std::int64_t>& order,
+                            const std::vector<std::int64_t>& off, Make&& make,
+                            std::vector<std::int64_t>* from = nullptr) {
+  std::vector<std::int64_t> at(off.begin(), off.end() - 1);
+  return mpi::exchange_records<T>(
+      c, counts_of(off), 1,
+      [&](int d, T* out, std::int64_t k) {
+        auto& i = at[static_cast<std::size_t>(d)];
+        for (std::int64_t j = 0; j < k; ++j) out[j] = make(order[static_cast<std::size_t>(i++)]);
+      },
+      from);
+}
+
+/// Builds an InEdges from the rank block's (destination, source[, edge ID]) records, sorted.
+template <class Record>
+InEdges in_edges_from(const std::vector<Record>& records, std::int64_t first, std::int64_t count) {
+  constexpr bool with_eid = std::is_same_v<Record, EdgeRecord>;
+  InEdges g;
+  g.first = first;
+  g.count = count;
+  g.indptr.assign(static_cast<std::size_t>(count) + 1, 0);
+  g.src.resize(records.size());
+  if constexpr (with_eid) g.eid.resize(records.size());
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    ++g.indptr[static_cast<std::size_t>(records[k].dst - first) + 1];
+    g.src[k] = records[k].src;
+    if constexpr (with_eid) g.eid[k] = records[k].eid;
+  }
+  for (std::size_t v = 0; v < static_cast<std::size_t>(count); ++v) g.indptr[v + 1] += g.indptr[v];
+  return g;
+}
+
+/// Step 1 from a chunked folder: this rank's edge chunks, sent to the destinations' owners.
+inline InEdges read_in_edges(const mpi::Comm& c, const ChunkedGraph& g, const Blocks& nodes) {
+  const auto chunks = even_bounds(g.num_edge_chunks(), c.size);
+  std::vector<std::int64_t> src, dst, eid;
+  mpi::all_or_none(c, [&] {
+    for (auto k = chunks[static_cast<std::size_t>(c.rank)];
+         k < chunks[static_cast<std::size_t>(c.rank) + 1]; ++k) {
+      const auto [s, d] = read_edge_chunk(g, k);  // IdOutOfRange names the file
+      src.insert(src.end(), s.begin(), s.end());
+      dst.insert(dst.end(), d.begin(), d.end());
+      for (std::int64_t i = g.edge_bounds[static_cast<std::size_t>(k)];
+           i < g.edge_bounds[static_cast<std::size_t>(k) + 1]; ++i)
+        eid.push_back(i);
+    }
+  });
+  const auto [order, off] =
+      group_by_rank(static_cast<std::int64_t>(dst.size()), c.size,
+                    [&](std::int64_t i) { return nodes.owner(dst[static_cast<std::size_t>(i)]); });
+  auto records = send_grouped<EdgeRecord>(c, order, off, [&](std::int64_t i) {
+    const auto k = static_cast<std::size_t>(i);
+    return EdgeRecord{dst[k], src[k], eid[k]};
+  });
+  src = {};
+  dst = {};
+  eid = {};
+  std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
+    return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
+  });
+  return in_edges_from(records, nodes.first(c.rank), nodes.count(c.rank));
+}
+
+/// Step 1 for R-MAT: this rank's random streams, each edge (u, v) without loops sent both
+/// ways; repeats dropped at the owner. Streams are generated again for each destination
+/// rather than held: memory stays at what the owner receives.
+inline InEdges generate_in_edges(const mpi::Comm& c, const RmatOptions& r, const Blocks& nodes) {
+  const auto streams = even_bounds(rmat_num_streams(r), c.size);
+  const auto k0 = streams[static_cast<std::size_t>(c.rank)];
+  const auto k1 = streams[static_cast<std::size_t>(c.rank) + 1];
+  const auto p = static_cast<std::size_t>(c.size);
+  std::vector<std::int64_t> count(p, 0);
+  for (auto k = k0; k < k1; ++k)
+    rmat_stream(r, k, [&](std::int64_t u, std::int64_t v) {
+      if (u == v) return;
+      ++count[static_cast<std::size_t>(nodes.owner(v))];
+      ++count[static_cast<std::size_t>(nodes.owner(u))];
+    });
+  // Per destination: the stream it is in and how many of that stream's records for it
+  // were already sent.
+  std::vector<std::int64_t> stream(p, k0), skip(p, 0);
+  auto records = mpi::exchange_records<Arc>(c, count, 1, [&](int d, Arc* out, std::int64_t want) {
+    const auto i = static_cast<std::size_t>(d);
+    std::int64_t made = 0;
+    while (made < want) {
+      const std::int64_t before = made;
+      std::int64_t seen = 0;
+      rmat_stream(r, stream[i], [&](std::int64_t u, std::int64_t v) {
+        if (u == v) return;
+        for (const auto& [to, from] : {std::pair{v, u}, std::pair{u, v}}) {
+          if (nodes.owner(to) != d) continue;
+          if (seen++ < skip[i] || made == want) continue;
+          out[made++] = Arc{to, from};
+        }
+      });
+      const std::int64_t consumed = skip[i] + (made - before);
+      if (consumed < seen) {
+        skip[i] = consumed;  // this stream has more for d: resume inside it next time
+        return;
+      }
+      skip[i] = 0;
+      ++stream[i];
+    }
+  });
+  std::sort(records.begin(), records.end(), [](const Arc& a, const Arc& b) {
+    return a.dst != b.dst ? a.dst < b.dst : a.src < b.src;
+  });
+  records.erase(
+      std::unique(records.begin(), records.end(),
+                  [](const Arc& a, const Arc& b) { return a.dst == b.dst && a.src == b.src; }),
+      records.end());
+  InEdges g = in_edges_from(records, nodes.first(c.rank), nodes.count(c.rank));
+  records = {};
+  g.simple_symmetric = true;
+  g.eid_base = c.exclusive_sum(static_cast<std::int64_t>(g.src.size()));
+  return g;
+}
+
+/// The row of edge position `k` of `g`.
+inline std::int64_t row_of(const InEdges& g, std::int64_t k) {
+  return static_cast<std::int64_t>(std::upper_bound(g.indptr.begin(), g.indptr.end(), k) -
+                                   g.indptr.begin()) -
+         1;
+}
+
+/// Step 2's graph for a general input: each row's in-neighbours merged with its
+/// out-neighbours (asked of the owners of the in-edges' sources), without loops or
+/// repeats: the symmetric graph PT-Scotch partitions.
+inline std::pair<std::vector<SCOTCH_Num>, std::vector<SCOTCH_Num>> symmetric_rows(
+    const mpi::Comm& c, const InEdges& g, const Blocks& nodes) {
+  const auto m = static_cast<std::int64_t>(g.src.size());
+  const auto [order, off] = group_by_rank(
+      m, c.size, [&](std::int64_t k) { return nodes.owner(g.src[static_cast<std::size_t>(k)]); });
+  auto out = send_grouped<Arc>(c, order, off, [&](std::int64_t k) {
+    return Arc{g.src[static_cast<std::size_t>(k)], g.first + row_of(g, k)};
+  });
+  std::sort(out.begin(), out.end(), [](const Arc& a, const Arc& b) {
+    return a.dst != b.dst ? a.dst < b.dst : a.src < b.src;
+  });
+  std::vector<SCOTCH_Num> rows(static_cast<std::size_t>(g.count) + 1, 0), neighbors;
+  neighbors.reserve(g.src.size() + out.size());
+  std::size_t o = 0;
+  for (std::int64_t v = 0; v < g.count; ++v) {
+    const std::int64_t self = g.first + v;
+    auto in = g.src.begin() + g.indptr[static_cast<std::size_t>(v)];
+    const auto in_end = g.src.begin() + g.indptr[static_cast<std::size_t>(v) + 1];
+    std::int64_t last = -1;
+    auto emit = [&](std::int64_t u) {
+      if (u == self || u == last) return;
+      neighbors.push_back(u);
+      last = u;
+    };
+    while (in != in_end || (o < out.size() && out[o].dst == self)) {
+      if (in != in_end && (o == out.size() || out[o].dst != self || *in <= out[o].src))
+        emit(*in++);
+      else
+        emit(out[o++].src);
+    }
+    rows[static_cast<std::size_t>(v) + 1] = static_cast<SCOTCH_Num>(neighbors.size());
+  }
+  return {std::move(rows), std::move(neighbors)};
+}
+
+/// Train/val/test/other class of each node of the rank's block (0, 1, 2, 3: the first
+/// mask that holds it, as split_classes), or empty when the input has no masks.
+inline std::vector<std::int64_t> block_classes(const ChunkedGraph* g, std::int64_t first,
+                                               std::int64_t count) {
+  if (g == nullptr) return {};
+  std::vector<std::int64_t> cls;
+  const char* names[] = {"train_mask", "val_mask", "test_mask"};
+  for (std::int64_t k = 2; k >= 0; --k) {
+    const auto it = std::find_if(g->node_data.begin(), g->node_data.end(),
+                                 [&](const ChunkedArray& a) { return a.name == names[k]; });
+    if (it == g->node_data.end() || it->row_bytes() != 1) continue;
+    if (cls.empty()) cls.assign(static_cast<std::size_t>(count), 3);
+    std::vector<std::byte> flags(static_cast<std::size_t>(count));
+    read_node_rows(*g, *it, first, first + count, flags.data());
+    for (std::size_t v = 0; v < flags.size(); ++v)
+      if (flags[v] != std::byte{0}) cls[v] = k;
+  }
+  return cls;
+}
+
+/// Balanced random assignment: each rank shuffles its block (per class, when given) and
+/// deals it round-robin, each rank and class starting at a different partition.
+inline std::vector<std::int64_t> random_parts(const mpi::Comm& c, std::int64_t count,
+                                              std::int64_t num_parts,
+                                              const std::vector<std::int64_t>& cls,
+                                              std::uint64_t seed) {
+  std::vector<std::int64_t> parts(static_cast<std::size_t>(count));
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(c.rank));
+  const std::int64_t classes = cls.empty() ? 1 : 4;
+  for (std::int64_t k = 0; k < classes; ++k) {
+    std::vector<std::int64_t> members;
+    for (std::int64_t v = 0; v < count; ++v)
+      if (cls.empty() || cls[static_cast<std::size_t>(v)] == k) members.push_back(v);
+    std::shuffle(members.begin(), members.end(), rng);
+    std::int64_t next = (c.rank + k) % num_parts;
+    for (const auto v : members) {
+      parts[static_cast<std::size_t>(v)] = next;
+      next = (next + 1) % num_parts;
+    }
+  }
+  return parts;
+}
+
+/// After PT-Scotch (which balances one weight): moves nodes of each class from partitions
+/// holding more than their share (the ceiling of class size / K) to those holding less,
+/// lowest in-degree first, so the cut grows by as little as the moves allow. Every rank
+/// computes the same plan from the gathered counts, then moves its own nodes.
+inline void balance_classes(const mpi::Comm& c, std::vector<std::int64_t>& parts,
+                            const std::vector<std::int64_t>& cls, const InEdges& g,
+                            std::int64_t num_parts) {
+  constexpr std::int64_t classes = 4;
+  const auto K = static_cast<std::size_t>(num_parts);
+  std::vector<std::int64_t> mine(K * classes, 0);
+  for (std::size_t v = 0; v < parts.size(); ++v)
+    ++mine[static_cast<std::size_t>(parts[v]) * classes + static_cast<std::size_t>(cls[v])];
+  const auto all = c.all_gather(mine);  // [rank][part][class]
+  for (std::int64_t k = 0; k < classes; ++k) {
+    std::vector<std::int64_t> total(K, 0);
+    std::vector<std::vector<std::int64_t>> avail(static_cast<std::size_t>(c.size),
+                                                 std::vector<std::int64_t>(K));
+    std::int64_t sum = 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(c.size); ++r)
+      for (std::size_t p = 0; p < K; ++p) {
+        const auto n = all[(r * K + p) * classes + static_cast<std::size_t>(k)];
+        avail[r][p] = n;
+        total[p] += n;
+        sum += n;
+      }
+    const std::int64_t cap = (sum + num_parts - 1) / num_parts;
+    // Moves for this rank: how many of its class-k nodes go from partition p to q.
+    std::vector<std::tuple<std::size_t, std::size_t, std::int64_t>> moves;
+    for (;;) {
+      const auto from = std::max_element(total.begin(), total.end()) - total.begin();
+      const auto to = std::min_element(total.begin(), total.end()) - total.begin();
+      if (total[static_cast<std::size_t>(from)] <= cap) break;
+      std::int64_t amount = std::min(total[static_cast<std::size_t>(from)] - cap,
+                                     cap - total[static_cast<std::size_t>(to)]);
+      total[static_cast<std::size_t>(from)] -= amount;
+      total[static_cast<std::size_t>(to)] += amount;
+      for (std::size_t r = 0; r < avail.size() && amount > 0; ++r) {
+        const auto take = std::min(amount, avail[r][static_cast<std::size_t>(from)]);
+        avail[r][static_cast<std::size_t>(from)] -= take;
+        amount -= take;
+        if (r == static_cast<std::size_t>(c.rank) && take > 0)
+          moves.emplace_back(static_cast<std::size_t>(from), static_cast<std::size_t>(to), take);
+      }
+    }
+    for (const auto& [from, to, take] : moves) {
+      std::vector<std::int64_t> candidates;
+      for (std::size_t v = 0; v < parts.size(); ++v)
+        if (parts[v] == static_cast<std::int64_t>(from) && cls[v] == k)
+          candidates.push_back(static_cast<std::int64_t>(v));
+      std::stable_sort(candidates.begin(), candidates.end(), [&](std::int64_t a, std::int64_t b) {
+        const auto da =
+            g.indptr[static_cast<std::size_t>(a) + 1] - g.indptr[static_cast<std::size_t>(a)];
+        const auto db =
+            g.indptr[static_cast<std::size_t>(b) + 1] - g.indptr[static_cast<std::size_t>(b)];
+        return da < db;
+      });
+      for (std::int64_t i = 0; i < take; ++i)
+        parts[static_cast<std::size_t>(candidates[static_cast<std::size_t>(i)])] =
+            static_cast<std::int64_t>(to);
+    }
+  }
+}
+
+/// Asks, for each rank d, `ask[d]` of it; each rank answers every ID it is asked with
+/// `answer(id)`. Returns the answers per rank, in the order asked.
+template <class Answer>
+std::vector<std::vector<std::int64_t>> ask_ranks(const mpi::Comm& c,
+                                                 const std::vector<std::vector<std::int64_t>>& ask,
+                                                 Answer&& answer) {
+  std::vector<std::int64_t> from;
+  const auto asked = mpi::exchange(c, ask, &from);
+  std::vector<std::vector<std::int64_t>> reply(static_cast<std::size_t>(c.size));
+  for (std::size_t s = 0; s < reply.size(); ++s)
+    for (auto i = from[s]; i < from[s + 1]; ++i)
+      reply[s].push_back(answer(asked[static_cast<std::size_t>(i)]));
+  std::vector<std::int64_t> back;
+  const auto answers = mpi::exchange(c, reply, &back);
+  std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(c.size));
+  for (std::size_t d = 0; d < out.size(); ++d)
+    out[d].assign(answers.begin() + back[d], answers.begin() + back[d + 1]);
+  return out;
+}
+
+/// The in-edges of halo nodes a writer holds for another: new source and edge IDs, input
+/// edge ID.
+struct HaloEdge {
+  std::int64_t src, eid, orig_eid;
+};
+
+/// One partition as its writer builds it: local nodes (owned first, then halo levels) and
+/// the in-edges of its edge rows: the owned rows' edges viewed in the writer's received
+/// records (not copied: they are the largest array of the run), the halo rows' after them.
+struct PartBuild {
+  std::int64_t part = 0, first = 0, inner = 0, edge_first = 0;
+  std::vector<std::int64_t> nid, orig_nid;                    ///< by local ID
+  std::unordered_map<std::int64_t, std::int64_t> halo_local;  ///< new ID -> local ID
+  std::vector<std::int64_t> indptr{0};                        ///< edge rows + 1
+  std::span<const EdgeRecord> owned;  ///< (new dst, new src, input edge ID), CSC order
+  std::vector<HaloEdge> halo;         ///< edges of halo rows, after the owned ones
+  std::size_t level_begin = 0;
+  bool done = false;
+
+  std::int64_t inner_edges() const { return static_cast<std::int64_t>(owned.size()); }
+  std::int64_t num_edges() const { return static_cast<std::int64_t>(owned.size() + halo.size()); }
+  /// Edge e of the local CSC: new source, new edge ID, input edge ID.
+  HaloEdge edge(std::int64_t e) const {
+    if (e < inner_edges()) {
+      const EdgeRecord& r = owned[static_cast<std::size_t>(e)];
+      return {r.src, edge_first + e, r.eid};
+    }
+    return halo[static_cast<std::size_t>(e - inner_edges())];
+  }
+  std::int64_t local_of(std::int64_t id) const {
+    if (id >= first && id < first + inner) return id - first;
+    const auto it = halo_local.find(id);
+    return it == halo_local.end() ? -1 : it->second;
+  }
+};
+
+/// For each build not done, the in-edges of its rows [level_begin, end) from the writers
+/// of those nodes, appended to its CSC in row order. Collective.
+inline void fetch_halo_rows(const mpi::Comm& c, std::vector<PartBuild>& builds,
+                            const std::vector<std::int64_t>& node_off,
+                            const std::function<int(std::int64_t)>& writer_of_part,
+                            const std::function<const PartBuild*(std::int64_t)>& build_of_part) {
+  const auto P = static_cast<std::size_t>(c.size);
+  auto part_of = [&](std::int64_t id) {
+    return static_cast<std::int64_t>(std::upper_bound(node_off.begin(), node_off.end(), id) -
+                                     node_off.begin()) -
+           1;
+  };
+  std::vector<std::vector<std::int64_t>> ask(P);
+  struct Asked {
+    std::size_t writer, index;
+  };
+  std::vector<std::vector<Asked>> row_request(builds.size());
+  for (std::size_t b = 0; b < builds.size(); ++b) {
+    if (builds[b].done) continue;
+    for (std::size_t r = builds[b].level_begin; r < builds[b].nid.size(); ++r) {
+      const auto id = builds[b].nid[r];
+      const auto w = static_cast<std::size_t>(writer_of_part(part_of(id)));
+      row_request[b].push_back({w, ask[w].size()});
+      ask[w].push_back(id);
+    }
+  }
+  std::vector<std::int64_t> from;
+  const auto asked = mpi::exchange(c, ask, &from);
+  // Each asked node is an owned node of a partition this rank writes.
+  auto row_range = [&](std::int64_t id) {
+    const PartBuild* b = build_of_part(part_of(id));
+    const auto r = static_cast<std::size_t>(id - b->first);
+    return std::pair{b, std::pair{b->indptr[r], b->indptr[r + 1]}};
+  };
+  std::vector<std::vector<std::int64_t>> degree(P);
+  std::vector<std::int64_t> edge_count(P, 0);
+  for (std::size_t s = 0; s < P; ++s)
+    for (auto i = from[s]; i < from[s + 1]; ++i) {
+      const auto [b, range] = row_range(asked[static_cast<std::size_t>(i)]);
+      degree[s].push_back(range.second - range.first);
+      edge_count[s] += range.second - range.first;
+    }
+  std::vector<std::int64_t> back;
+  const auto degrees = mpi::exchange(c, degree, &back);
+  std::vector<std::int64_t> at(from.begin(), from.end() - 1), in_row(P, 0);
+  std::vector<std::int64_t> edge_from;
+  const auto edges = mpi::exchange_records<HaloEdge>(
+      c, edge_count, 1,
+      [&](int d, HaloEdge* out, std::int64_t k) {
+        const auto s = static_cast<std::size_t>(d);
+        while (k > 0) {
+          const auto [b, range] = row_range(asked[static_cast<std::size_t>(at[s])]);
+          const auto e = range.first + in_row[s];
+          const auto take = std::min(k, range.second - e);
+          for (std::int64_t j = 0; j < take; ++j) *out++ = b->edge(e + j);
+          k -= take;
+          in_row[s] += take;
+          if (in_row[s] == range.second - range.first) {
+            ++at[s];
+            in_row[s] = 0;
+          }
+        }
+      },
+      &edge_from);
+  // Where each request's edges start in `edges`: the writer's run, then the requests
+  // before it in that run.
+  std::vector<std::vector<std::int64_t>> start(P);
+  for (std::size_t w = 0; w < P; ++w) {
+    std::int64_t pos = edge_from[w];
+    for (auto i = back[w]; i < back[w + 1]; ++i) {
+      start[w].push_back(pos);
+      pos += degrees[static_cast<std::size_t>(i)];
+    }
+  }
+  for (std::size_t b = 0; b < builds.size(); ++b) {
+    if (builds[b].done) continue;
+    for (const auto& [w, index] : row_request[b]) {
+      const auto first = start[w][index];
+      const auto d = degrees[static_cast<std::size_t>(back[w] + static_cast<std::int64_t>(index))];
+      for (auto e = first; e < first + d; ++e)
+        builds[b].halo.push_back(edges[static_cast<std::size_t>(e)]);
+      builds[b].indptr.push_back(builds[b].num_edges());
+    }
+  }
+}
+
+}  // namespace detail::dist
+
+/// Partitions `input` into `num_parts` parts under `out_dir` as the ranks of `comm`
+/// (collective: every rank calls it with the same arguments), as graph `graph_name` (empty:
+/// the chunked graph's name, or rmat<scale>), writing what
+/// partition_graph writes (`<name>.json`, `part<i>/`): load_partition, the servers and
+/// `distgraph train --part-config` take the result unchanged. Partition p is written by
+/// rank p * ranks / num_parts, into `out_dir` as that rank sees it (a folder of its own
+/// host), and the config is written last by the first rank on each host. Throws on every
+/// rank together: IoError, FormatError, DTypeError, ShapeError, IdOutOfRange naming the
+/// input file (before anything is written), InvalidArgument for bad options,
+/// PartitionError for Scotch or MPI failures, mpi::PeerFailed on the ranks that did not
+/// fail themselves.
+inline DistPartitionResult partition_distributed(const mpi::Comm& c,
+                                                 const DistPartitionInput& input,
+                                                 const std::string& graph_name,
+                                                 std::int64_t num_parts,
+                                                 const std::filesystem::path& out_dir,
+                                                 const DistPartitionOptions& opts = {}) {
+  namespace fs = std::filesystem;
+  using namespace detail::dist;
+  Progress silent(true);
+  Progress& progress = opts.progress ? *opts.progress : silent;
+  // A stage ends when its slowest rank is done.
+  auto stage = [&](const char* s) {
+    c.barrier();
+    progress.begin(s);
+  };
+  const std::size_t first_stage = progress.stages().size();
+  // 1. Read (or generate) the edges, validated on every rank before anything is written.
+  stage("read input");
+  std::optional<ChunkedGraph> chunked;
+  std::int64_t n = 0;
+  std::string name = graph_name;
+  mpi::all_or_none(c, [&] {
+    if (input.rmat)
+      detail::check_rmat_options(*input.rmat);
+    else
+      chunked = read_chunked_graph(input.chunked);
+    if (name.empty()) name = chunked ? chunked->name : "rmat" + std::to_string(input.rmat->scale);
+    if (name.empty() || name.find('/') != std::string::npos)
+      throw InvalidArgument("graph name '" + name + "': expected a non-empty file name");
+    if (opts.halo_hops < 1 || opts.halo_hops > 16)
+      throw InvalidArgument("halo_hops " + std::to_string(opts.halo_hops) + ": expected [1, 16]");
+    if (!is_feature_dtype(opts.feat_dtype))
+      throw InvalidArgument("feat_dtype " + std::string(dtype_name(opts.feat_dtype)) +
+                            ": expected float32, float16 or bfloat16");
+    n = chunked ? chunked->num_nodes : std::int64_t{1} << input.rmat->scale;
+    if (num_parts < 1 || num_parts > n)
+      throw InvalidArgument("num_parts " + std::to_string(num_parts) + ": expected [1, " +
+                            std::to_string(n) + "] (the node count)");
+    if (chunked)
+      for (const auto& a : chunked->node_data)
+        if (a.shape.size() > 2)
+          throw InvalidArgument("node data '" + a.name + "' has " + std::to_string(a.shape.size()) +
+                                " dimensions; the distributed partitioner stores 1-D and 2-D");
+  });
+  std::vector<std::int64_t> classes;
+  const Blocks nodes(n, c.size);
+  InEdges g =
+      input.rmat ? generate_in_edges(c, *input.rmat, nodes) : read_in_edges(c, *chunked, nodes);
+  const std::int64_t m = c.sum(static_cast<std::int64_t>(g.src.size()));
+  classes = block_classes(chunked ? &*chunked : nullptr, g.first, g.count);
+  const bool have_classes = c.max(classes.empty() ? 0 : 1) == 1;
+  mpi::all_or_none(c, [&] {
+    if (opts.balance_train && !have_classes)
+      throw InvalidArgument(
+          "balancing train/val/test needs train/val/test masks; the input has "
+          "none");
+  });
+  auto degree = [&](std::int64_t v) {
+    return g.indptr[static_cast<std::size_t>(v) + 1] - g.indptr[static_cast<std::size_t>(v)];
+  };
+
+  // 2. Assign nodes to partitions.
+  stage("assign partitions");
+  const auto K = static_cast<std::size_t>(num_parts);
+  std::vector<std::int64_t> parts;
+  std::string method;
+  if (opts.method == PartMethod::random) {
+    parts = random_parts(c, g.count, num_parts,
+                         opts.balance_train ? classes : std::vector<std::int64_t>{}, opts.seed);
+    method = "random";
+  } else {
+    std::vector<SCOTCH_Num> rows, neighbors;
+    if (!g.simple_symmetric) std::tie(rows, neighbors) = symmetric_rows(c, g, nodes);
+    std::span<SCOTCH_Num> row_span = g.simple_symmetric ? std::span(g.indptr) : std::span(rows);
+    std::span<SCOTCH_Num> nbr_span = g.simple_symmetric ? std::span(g.src) : std::span(neighbors);
+    std::vector<SCOTCH_Num> weights;
+    if (opts.balance_edges)
+      for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + degree(v));
+    mpi::ScotchOptions so;
+    so.num_parts = num_parts;
+    so.imbalance = opts.imbalance;
+    so.seed = opts.seed;
+    so.check = n <= (std::int64_t{1} << 20);
+    parts = mpi::ptscotch_partition(c, row_span, nbr_span, weights, so);
+    rows = {};
+    neighbors = {};
+    if (opts.balance_train) balance_classes(c, parts, classes, g, num_parts);
+    method = "ptscotch";
+  }
+
+  // 3. Relabel: partition-major new IDs, input-ID order inside each partition.
+  stage("relabel");
+  std::vector<std::int64_t> count(K, 0), edge_count(K, 0);
+  for (std::int64_t v = 0; v < g.count; ++v) {
+    ++count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
+    edge_count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])] += degree(v);
+  }
+  const auto all_count = c.all_gather(count);  // [rank][part]
+  std::vector<std::int64_t> node_off(K + 1, 0), my_next(K, 0);
+  for (std::size_t p = 0; p < K; ++p) {
+    std::int64_t before_me = 0, total = 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(c.size); ++r) {
+      if (r < static_cast<std::size_t>(c.rank)) before_me += all_count[r * K + p];
+      total += all_count[r * K + p];
+    }
+    node_off[p + 1] = node_off[p] + total;
+    my_next[p] = node_off[p] + before_me;
+  }
+  std::vector<std::int64_t> new_nid(static_cast<std::size_t>(g.count));
+  for (std::size_t v = 0; v < new_nid.size(); ++v)
+    new_nid[v] = my_next[static_cast<std::size_t>(parts[v])]++;
+  c.sum(edge_count);
+  std::vector<std::int64_t> edge_off(K + 1, 0);
+  for (std::size_t p = 0; p < K; ++p) edge_off[p + 1] = edge_off[p] + edge_count[p];
+  auto part_of = [&](std::int64_t id) {
+    return static_cast<std::int64_t>(std::upper_bound(node_off.begin(), node_off.end(), id) -
+                                     node_off.begin()) -
+           1;
+  };
+  // The new ID of every source, asked of its owner (each distinct source once). A bit per
+  // input node marks the sources; a source's index among them is its word's prefix count
+  // plus the bits below it, so the answers are found without a search (n / 4 bytes).
+  {
+    const auto words = static_cast<std::size_t>((n + 63) / 64);
+    std::vector<std::uint64_t> bits(words, 0);
+    for (const auto s : g.src)
+      bits[static_cast<std::size_t>(s) >> 6] |= std::uint64_t{1} << (s & 63);
+    std::vector<std::int64_t> before(words + 1, 0);
+    for (std::size_t w = 0; w < words; ++w) before[w + 1] = before[w] + std::popcount(bits[w]);
+    std::vector<std::vector<std::int64_t>> ask(static_cast<std::size_t>(c.size));
+    for (std::size_t w = 0; w < words; ++w)
+      for (std::uint64_t x = bits[w]; x != 0; x &= x - 1) {
+        const auto id = static_cast<std::int64_t>(w * 64) + std::countr_zero(x);
+        ask[static_cast<std::size_t>(nodes.owner(id))].push_back(id);
+      }
+    const auto answers = ask_ranks(
+        c, ask, [&](std::int64_t id) { return new_nid[static_cast<std::size_t>(id - g.first)]; });
+    ask = {};
+    std::vector<std::int64_t> new_of;
+    new_of.reserve(static_cast<std::size_t>(before[words]));
+    for (const auto& a : answers) new_of.insert(new_of.end(), a.begin(), a.end());
+    for (auto& s : g.src) {
+      const auto w = static_cast<std::size_t>(s) >> 6;
+      const std::uint64_t below = bits[w] & ((std::uint64_t{1} << (s & 63)) - 1);
+      s = new_of[static_cast<std::size_t>(before[w] + std::popcount(below))];
+    }
+  }
+  std::int64_t cross = 0;
+  for (std::int64_t v = 0; v < g.count; ++v)
+    for (auto k = g.indptr[static_cast<std::size_t>(v)];
+         k < g.indptr[static_cast<std::size_t>(v) + 1]; ++k)
+      cross += part_of(g.src[static_cast<std::size_t>(k)]) != parts[static_cast<std::size_t>(v)];
+  cross = c.sum(cross);
+  std::vector<std::int64_t> class_counts(K * 4, 0);
+  if (have_classes) {
+    for (std::size_t v = 0; v < classes.size(); ++v)
+      ++class_counts[static_cast<std::size_t>(parts[v]) * 4 + static_cast<std::size_t>(classes[v])];
+    c.sum(class_counts);
+  }
+
+  // 4. Nodes, their data and their in-edges to the writers of their partitions.
+  stage("send to writers");
+  auto writer_of_part = [&](std::int64_t p) {
+    return static_cast<int>(p * c.size / num_parts);  // p < 2^40, size < 2^20
+  };
+  std::vector<PartBuild> builds;
+  for (std::int64_t p = 0; p < num_parts; ++p)
+    if (writer_of_part(p) == c.rank) {
+      PartBuild b;
+      b.part = p;
+      b.first = node_off[static_cast<std::size_t>(p)];
+      b.inner = node_off[static_cast<std::size_t>(p) + 1] - b.first;
+      b.nid.resize(static_cast<std::size_t>(b.inner));
+      std::iota(b.nid.begin(), b.nid.end(), b.first);
+      b.orig_nid.assign(static_cast<std::size_t>(b.inner), -1);
+      builds.push_back(std::move(b));
+    }
+  auto build_index = [&](std::int64_t p) {
+    for (std::size_t i = 0; i < builds.size(); ++i)
+      if (builds[i].part == p) return i;
+    throw PartitionError("partition " + std::to_string(p) + " is not written by rank " +
+                         std::to_string(c.rank));
+  };
+  // The staging folder: one name for the whole job (rank 0's process ID), on every host.
+  const std::int64_t tag = c.broadcast(::getpid());
+  MPI_Comm host_comm;
+  mpi::check(MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &host_comm),
+             "Comm_split_type");
+  const mpi::Comm host(host_comm);
+  const bool host_leader = host.rank == 0;
+  const fs::path config_path = out_dir / (name + ".json");
+  const fs::path staging = out_dir / (staging_folder_prefix(name) + std::to_string(tag));
+  struct StagingGuard {
+    fs::path dir;
+    bool active;
+    MPI_Comm* comm;
+    ~StagingGuard() {
+      std::error_code ignored;
+      if (active) fs::remove_all(dir, ignored);
+      MPI_Comm_free(comm);
+    }
+  } staging_guard{staging, host_leader, &host_comm};
+  mpi::all_or_none(c, [&] {
+    std::error_code ec;
+    if (host_leader) {
+      fs::create_directories(out_dir, ec);
+      if (ec) throw IoError(out_dir.string(), "cannot create output folder: " + ec.message());
+      // A stale config must not describe the new, partial files, also after a crash.
+      if (fs::remove(config_path, ec)) sync_folder(out_dir.string());
+      const std::string prefix = staging_folder_prefix(name);
+      std::vector<fs::path> stale;
+      for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
+           it.increment(ec))
+        if (it->path().filename().string().rfind(prefix, 0) == 0) stale.push_back(it->path());
+      for (const auto& dir : stale) fs::remove_all(dir, ec);
+    }
+  });
+  mpi::all_or_none(c, [&] {
+    for (const auto& b : builds)
+      for (const char* sub : {"graph", "node_feat", "edge_feat"}) {
+        std::error_code ec;
+        fs::create_directories(staging / ("part" + std::to_string(b.part)) / sub, ec);
+        if (ec)
+          throw IoError((staging / ("part" + std::to_string(b.part))).string(),
+                        "cannot create staging folder: " + ec.message());
+      }
+  });
+  const auto [vorder, voff] = group_by_rank(g.count, c.size, [&](std::int64_t v) {
+    return writer_of_part(parts[static_cast<std::size_t>(v)]);
+  });
+  {
+    const auto records = send_grouped<NodeRecord>(c, vorder, voff, [&](std::int64_t v) {
+      return NodeRecord{new_nid[static_cast<std::size_t>(v)], g.first + v};
+    });
+    for (const auto& r : records) {
+      auto& b = builds[build_index(part_of(r.nid))];
+      b.orig_nid[static_cast<std::size_t>(r.nid - b.first)] = r.orig;
+    }
+  }
+  // Node data: each row to its writer, written straight into the partition's file.
+  std::vector<FeatureSpec> feature_specs;
+  if (chunked) {
+    for (const auto& a : chunked->node_data) {
+      const DType stored = a.dtype == DType::float32 ? opts.feat_dtype : a.dtype;
+      feature_specs.push_back({a.name, std::string(dtype_name(stored)), a.shape});
+      const std::size_t rb = a.row_bytes(), width = sizeof(std::int64_t) + rb;
+      const std::int64_t cols = a.shape.size() == 2 ? a.shape[1] : 0;
+      std::vector<std::optional<NpyRowFile>> files(builds.size());
+      mpi::all_or_none(c, [&] {
+        for (std::size_t i = 0; i < builds.size(); ++i)
+          files[i].emplace(
+              staging / ("part" + std::to_string(builds[i].part)) / "node_feat" / (a.name + ".npy"),
+              stored, builds[i].inner, cols);
+      });
+      std::vector<std::byte> block(static_cast<std::size_t>(g.count) * rb);
+      read_node_rows(*chunked, a, g.first, g.first + g.count, block.data());
+      std::vector<std::int64_t> at(voff.begin(), voff.end() - 1);
+      const auto rows = mpi::exchange_records<std::byte>(
+          c, counts_of(voff), width, [&](int d, std::byte* out, std::int64_t k) {
+            auto& i = at[static_cast<std::size_t>(d)];
+            for (std::int64_t j = 0; j < k; ++j, ++i, out += width) {
+              const auto v = static_cast<std::size_t>(vorder[static_cast<std::size_t>(i)]);
+              std::memcpy(out, &new_nid[v], sizeof(std::int64_t));
+              std::memcpy(out + sizeof(std::int64_t), block.data() + v * rb, rb);
+            }
+          });
+      block = {};
+      std::vector<std::byte> converted(static_cast<std::size_t>(std::max<std::int64_t>(cols, 1)) *
+                                       dtype_size(stored));
+      mpi::all_or_none(c, [&] {
+        for (std::size_t off = 0; off < rows.size(); off += width) {
+          std::int64_t id;
+          std::memcpy(&id, rows.data() + off, sizeof id);
+          const auto i = build_index(part_of(id));
+          const std::byte* row = rows.data() + off + sizeof id;
+          if (stored != a.dtype) {
+            convert_from_float32(stored,
+                                 {reinterpret_cast<const float*>(row),
+                                  static_cast<std::size_t>(std::max<std::int64_t>(cols, 1))},
+                                 converted);
+            row = converted.data();
+          }
+          files[i]->put_row(id - builds[i].first, row);
+        }
+        for (auto& f : files) f->publish();
+      });
+    }
+  }
+  // In-edges, row by row, from the rows grouped by writer; the writer's builds view them.
+  std::vector<EdgeRecord> records;
+  {
+    std::vector<std::int64_t> per_writer(static_cast<std::size_t>(c.size), 0);
+    for (std::size_t d = 0; d < per_writer.size(); ++d)
+      for (auto i = voff[d]; i < voff[d + 1]; ++i)
+        per_writer[d] += degree(vorder[static_cast<std::size_t>(i)]);
+    std::vector<std::int64_t> at(voff.begin(), voff.end() - 1),
+        in_row(static_cast<std::size_t>(c.size), 0);
+    records = mpi::exchange_records<EdgeRecord>(
+        c, per_writer, 1, [&](int d, EdgeRecord* out, std::int64_t k) {
+          const auto w = static_cast<std::size_t>(d);
+          while (k > 0) {
+            const auto v = vorder[static_cast<std::size_t>(at[w])];
+            const auto e = g.indptr[static_cast<std::size_t>(v)] + in_row[w];
+            const auto take = std::min(k, g.indptr[static_cast<std::size_t>(v) + 1] - e);
+            for (std::int64_t j = 0; j < take; ++j)
+              *out++ = EdgeRecord{new_nid[static_cast<std::size_t>(v)],
+                                  g.src[static_cast<std::size_t>(e + j)],
+                                  g.edge_id(static_cast<std::size_t>(e + j))};
+            k -= take;
+            in_row[w] += take;
+            if (g.indptr[static_cast<std::size_t>(v)] + in_row[w] ==
+                g.indptr[static_cast<std::size_t>(v) + 1]) {
+              ++at[w];
+              in_row[w] = 0;
+            }
+          }
+        });
+    g = InEdges{};
+    new_nid = {};
+    parts = {};
+    std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
+      return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
+    });
+    std::size_t k = 0;
+    for (auto& b : builds) {
+      b.indptr.assign(static_cast<std::size_t>(b.inner) + 1, 0);
+      const std::size_t begin = k;
+      while (k < records.size() && records[k].dst < b.first + b.inner) {
+        ++b.indptr[static_cast<std::size_t>(records[k].dst - b.first) + 1];
+        ++k;
+      }
+      for (std::size_t r = 0; r < static_cast<std::size_t>(b.inner); ++r)
+        b.indptr[r + 1] += b.indptr[r];
+      b.owned = std::span<const EdgeRecord>(records.data() + begin, k - begin);
+      b.edge_first = edge_off[static_cast<std::size_t>(b.part)];
+    }
+  }
+
+  // Halo levels: the sources of each level's rows that are not local yet, sorted by ID;
+  // rows of every level below halo_hops hold their in-edges (from their writers).
+  stage("halo");
+  std::function<int(std::int64_t)> writer_fn = writer_of_part;
+  std::function<const PartBuild*(std::int64_t)> build_fn = [&](std::int64_t p) {
+    return &builds[build_index(p)];
+  };
+  for (int hop = 1; hop <= opts.halo_hops; ++hop) {
+    if (hop > 1) fetch_halo_rows(c, builds, node_off, writer_fn, build_fn);
+    std::vector<std::vector<std::int64_t>> ask(static_cast<std::size_t>(c.size));
+    std::vector<std::size_t> first_new(builds.size());
+    for (std::size_t i = 0; i < builds.size(); ++i) {
+      auto& b = builds[i];
+      first_new[i] = b.nid.size();
+      if (b.done) continue;
+      const std::size_t level_end = b.nid.size();
+      std::vector<std::int64_t> fresh;
+      for (std::size_t r = b.level_begin; r < level_end; ++r)
+        for (auto e = b.indptr[r]; e < b.indptr[r + 1]; ++e)
+          if (const auto src = b.edge(e).src; b.local_of(src) < 0) fresh.push_back(src);
+      std::sort(fresh.begin(), fresh.end());
+      fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+      if (fresh.empty()) {
+        b.done = true;
+        continue;
+      }
+      for (const auto id : fresh) {
+        b.halo_local.emplace(id, static_cast<std::int64_t>(b.nid.size()));
+        b.nid.push_back(id);
+        ask[static_cast<std::size_t>(writer_of_part(part_of(id)))].push_back(id);
+      }
+      b.level_begin = level_end;
+    }
+    // Their input IDs, from their writers.
+    const auto orig = ask_ranks(c, ask, [&](std::int64_t id) {
+      const auto& b = builds[build_index(part_of(id))];
+      return b.orig_nid[static_cast<std::size_t>(id - b.first)];
+    });
+    std::vector<std::size_t> used(static_cast<std::size_t>(c.size), 0);
+    for (std::size_t i = 0; i < builds.size(); ++i) {
+      auto& b = builds[i];
+      b.orig_nid.resize(b.nid.size());
+      for (std::size_t r = first_new[i]; r < b.nid.size(); ++r) {
+        const auto w = static_cast<std::size_t>(writer_of_part(part_of(b.nid[r])));
+        b.orig_nid[r] = orig[w][used[w]++];
+      }
+    }
+  }
+
+  // The partitions' graph files, then the move into place once every rank has written.
+  stage("write partitions");
+  std::vector<std::int64_t> stats(K * 4, 0);  // inner nodes, halo nodes, inner edges, local
+  mpi::all_or_none(c, [&] {
+    using detail::NpyStream;
+    for (const auto& b : builds) {
+      const fs::path dir = staging / ("part" + std::to_string(b.part)) / "graph";
+      const auto num_local = static_cast<std::int64_t>(b.nid.size());
+      const std::int64_t local_edges = b.num_edges();
+      {
+        NpyStream indptr(dir / "indptr.npy", DType::int64, {num_local + 1});
+        for (const auto x : b.indptr) indptr.push(x);
+        for (auto r = static_cast<std::int64_t>(b.indptr.size()) - 1; r < num_local; ++r)
+          indptr.push(b.indptr.back());
+        indptr.finish();
+      }
+      {
+        NpyStream indices(dir / "indices.npy", DType::int64, {local_edges});
+        NpyStream eid(dir / "eid.npy", DType::int64, {local_edges});
+        NpyStream orig_eid(dir / "orig_eid.npy", DType::int64, {local_edges});
+        NpyStream inner_edge(dir / "inner_edge.npy", DType::bool_, {local_edges});
+        for (std::int64_t e = 0; e < local_edges; ++e) {
+          const HaloEdge x = b.edge(e);
+          indices.push(b.local_of(x.src));
+          eid.push(x.eid);
+          orig_eid.push(x.orig_eid);
+          inner_edge.push(static_cast<std::uint8_t>(e < b.inner_edges()));
+        }
+        indices.finish();
+        eid.finish();
+        orig_eid.finish();
+        inner_edge.finish();
+      }
+      write_npy<std::int64_t>(dir / "nid.npy", b.nid);
+      write_npy<std::int64_t>(dir / "orig_nid.npy", b.orig_nid);
+      NpyStream inner_node(dir / "inner_node.npy", DType::bool_, {num_local});
+      for (std::int64_t i = 0; i < num_local; ++i)
+        inner_node.push(static_cast<std::uint8_t>(i < b.inner));
+      inner_node.finish();
+      auto* st = &stats[static_cast<std::size_t>(b.part) * 4];
+      st[0] = b.inner;
+      st[1] = num_local - b.inner;
+      st[2] = b.inner_edges();
+      st[3] = local_edges;
+    }
+  });
+  builds.clear();
+  records = {};
+  c.sum(stats);
+  mpi::all_or_none(c, [&] {
+    for (std::int64_t p = 0; p < num_parts; ++p) {
+      if (writer_of_part(p) != c.rank) continue;
+      const std::string item = "part" + std::to_string(p);
+      std::error_code ec;
+      fs::remove_all(out_dir / item, ec);
+      fs::rename(staging / item, out_dir / item, ec);
+      if (ec)
+        throw IoError((out_dir / item).string(),
+                      "cannot move partition output into place: " + ec.message());
+    }
+    sync_folder(out_dir.string());
+  });
+
+  // 5. The summary and the config, written last by each host's first rank.
+  stage("publish");
+  DistPartitionResult result;
+  result.num_ranks = c.size;
+  PartitionResult& r = result.summary;
+  r.parts.resize(K);
+  for (std::size_t p = 0; p < K; ++p) {
+    r.parts[p] = {stats[p * 4], stats[p * 4 + 1], stats[p * 4 + 2], stats[p * 4 + 3], {}};
+    if (have_classes)
+      r.parts[p].class_counts.assign(class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4),
+                                     class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4 + 4));
+    result.writer_of_part.push_back(writer_of_part(static_cast<std::int64_t>(p)));
+  }
+  r.cross_edges = cross;
+  detail::set_balance(r);
+  detail::describe_partitions(r, name, method, opts.halo_hops, n, m, true, opts.seed, {n}, {m});
+  PartitionConfig& cfg = r.config;
+  cfg.path = config_path;
+  cfg.node_ranges.assign(1, {});
+  cfg.edge_ranges.assign(1, {});
+  for (std::size_t p = 0; p < K; ++p) {
+    cfg.node_ranges[0].emplace_back(node_off[p], node_off[p + 1]);
+    cfg.edge_ranges[0].emplace_back(edge_off[p], edge_off[p + 1]);
+  }
+  cfg.node_feats = feature_specs;
+  cfg.extra["distributed"] = {{"ranks", c.size}, {"writer_of_part", result.writer_of_part}};
+  mpi::all_or_none(c, [&] {
+    if (host_leader) write_partition_config(cfg);
+  });
+  result.peak_rss_per_rank = c.all_gather(std::vector<std::int64_t>{peak_rss_bytes()});
+  r.peak_rss_bytes =
+      *std::max_element(result.peak_rss_per_rank.begin(), result.peak_rss_per_rank.end());
+  c.barrier();
+  progress.end();
+  r.stages.assign(progress.stages().begin() + static_cast<std::ptrdiff_t>(first_stage),
+                  progress.stages().end());
+  return result;
+}
+
+}  // namespace distgraph

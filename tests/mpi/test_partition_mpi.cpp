@@ -1,0 +1,444 @@
+// `distgraph chunk` and `mpirun -n 2 distgraph partition --distributed`, run as users run
+// them: the partitions checked against the whole graph, bad chunks, a rank killed mid-run,
+// and training on the result.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distgraph/graph/builder.hpp"
+#include "distgraph/graph/generators.hpp"
+#include "distgraph/io/chunked.hpp"
+#include "distgraph/io/dataset.hpp"
+#include "distgraph/io/npy.hpp"
+#include "distgraph/io/synthetic.hpp"
+#include "distgraph/partition/load_partition.hpp"
+#include "support/child_process.hpp"
+#include "support/program_run.hpp"
+#include "support/temp_dir.hpp"
+
+namespace test_mpi_partition_mpi {
+
+using namespace std::chrono_literals;
+using distgraph::test::ChildProcess;
+using distgraph::test::ProgramRun;
+using distgraph::test::TempDir;
+namespace fs = std::filesystem;
+
+#ifdef DISTGRAPH_CLI
+
+namespace {
+
+/// Open MPI's mpirun (openmpi-bin), or "" when it is not installed.
+std::string mpirun_path() {
+  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"})
+    if (::access(p, X_OK) == 0) return p;
+  return "";
+}
+
+/// True when this distgraph can partition over MPI (built with distgraph::mpi).
+bool distributed_available() {
+  static const bool ok = [] {
+    const ProgramRun r = distgraph::test::run_program(
+        {DISTGRAPH_CLI, "partition", "--distributed", "--input", "rmat:4"}, 60s);
+    return r.output.find("built without MPI") == std::string::npos;
+  }();
+  return ok;
+}
+
+#define REQUIRE_MPI()                                                                         \
+  if (mpirun_path().empty() || !distributed_available()) {                                    \
+    WARN("SKIPPED: no mpirun, or this distgraph was built without MPI and 64-bit PT-Scotch"); \
+    return;                                                                                   \
+  }
+
+/// mpirun -n `ranks` distgraph partition --distributed ARGS (as root where tests run as
+/// root; --oversubscribe: more ranks than cores).
+std::vector<std::string> mpirun_partition(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> a{
+      mpirun_path(), "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+      "-n",          std::to_string(ranks), DISTGRAPH_CLI,     "partition", "--distributed"};
+  a.insert(a.end(), args.begin(), args.end());
+  return a;
+}
+
+ProgramRun run(const std::vector<std::string>& argv, std::chrono::milliseconds limit = 240s) {
+  return distgraph::test::run_program(argv, limit);
+}
+
+distgraph::Dataset small_sbm(std::int64_t nodes = 1500) {
+  distgraph::SbmOptions o;
+  o.num_nodes = nodes;
+  o.num_classes = 4;
+  o.avg_degree = 8;
+  o.feat_dim = 6;
+  o.seed = 11;
+  return distgraph::sbm_dataset(o);
+}
+
+/// `ds` written as a dataset folder and chunked into `chunks`; returns the chunked folder.
+fs::path chunked_copy(const distgraph::Dataset& ds, const fs::path& tmp, int chunks) {
+  distgraph::write_dataset(tmp / "dataset", ds);
+  const ProgramRun r = run({DISTGRAPH_CLI, "chunk", (tmp / "dataset").string(), "--chunks",
+                            std::to_string(chunks), "--out", (tmp / "chunks").string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return tmp / "chunks";
+}
+
+/// Checks the partition at `config` against the whole graph `ds`: every node owned once,
+/// every edge owned once by its destination's partition with its input endpoints, each
+/// partition's local nodes exactly those within halo_hops in-hops of its own, rows closer
+/// than halo_hops holding all their in-edges, and node data rows those of the input IDs.
+void check_against_graph(const fs::path& config, const distgraph::Dataset& ds, int halo_hops) {
+  using distgraph::read_npy_as;
+  const auto cfg = distgraph::read_partition_config(config);
+  const std::int64_t n = ds.num_nodes, m = ds.num_edges();
+  REQUIRE(cfg.num_nodes == n);
+  REQUIRE(cfg.num_edges == m);
+  std::vector<std::vector<std::int64_t>> in(static_cast<std::size_t>(n));
+  for (std::int64_t e = 0; e < m; ++e)
+    in[static_cast<std::size_t>(ds.dst[static_cast<std::size_t>(e)])].push_back(e);
+  std::vector<int> node_seen(static_cast<std::size_t>(n), 0),
+      edge_seen(static_cast<std::size_t>(m), 0);
+  std::int64_t cross = 0;
+  for (std::int64_t p = 0; p < cfg.num_parts; ++p) {
+    // load_partition validates the files against the config (what servers do).
+    const distgraph::Partition part = distgraph::load_partition(config, p);
+    const fs::path dir = cfg.resolve(cfg.parts[static_cast<std::size_t>(p)].part_graph);
+    const auto orig = read_npy_as<std::int64_t>(dir / "orig_nid.npy");
+    const auto nid = read_npy_as<std::int64_t>(dir / "nid.npy");
+    const auto indptr = read_npy_as<std::int64_t>(dir / "indptr.npy");
+    const auto indices = read_npy_as<std::int64_t>(dir / "indices.npy");
+    const auto orig_eid = read_npy_as<std::int64_t>(dir / "orig_eid.npy");
+    const auto eid = read_npy_as<std::int64_t>(dir / "eid.npy");
+    const auto inner_edge = read_npy_as<bool>(dir / "inner_edge.npy");
+    const auto [first, last] = cfg.node_ranges[0][static_cast<std::size_t>(p)];
+    const auto [efirst, elast] = cfg.edge_ranges[0][static_cast<std::size_t>(p)];
+    const std::int64_t inner = last - first;
+    REQUIRE(part.num_inner_nodes == inner);
+    // Owned nodes: the partition's range of new IDs, in order.
+    for (std::int64_t i = 0; i < inner; ++i) {
+      CHECK(nid[static_cast<std::size_t>(i)] == first + i);
+      ++node_seen[static_cast<std::size_t>(orig[static_cast<std::size_t>(i)])];
+    }
+    std::set<std::int64_t> owned(orig.begin(), orig.begin() + inner);
+    // Expected local nodes: levels of in-hops from the owned nodes.
+    std::map<std::int64_t, int> level;
+    for (const auto v : owned) level[v] = 0;
+    std::vector<std::int64_t> frontier(owned.begin(), owned.end());
+    for (int h = 1; h <= halo_hops; ++h) {
+      std::vector<std::int64_t> next;
+      for (const auto v : frontier)
+        for (const auto e : in[static_cast<std::size_t>(v)]) {
+          const auto u = ds.src[static_cast<std::size_t>(e)];
+          if (level.emplace(u, h).second) next.push_back(u);
+        }
+      frontier = std::move(next);
+    }
+    REQUIRE(orig.size() == level.size());
+    std::int64_t expect_edges = 0;
+    for (std::size_t i = 0; i < orig.size(); ++i) {
+      const auto it = level.find(orig[i]);
+      REQUIRE(it != level.end());
+      const auto row_edges = indptr[i + 1] - indptr[i];
+      if (it->second < halo_hops) {
+        CHECK(row_edges == static_cast<std::int64_t>(in[static_cast<std::size_t>(orig[i])].size()));
+        expect_edges += row_edges;
+      } else {
+        CHECK(row_edges == 0);
+      }
+      // Each local edge joins its input endpoints.
+      for (auto k = indptr[i]; k < indptr[i + 1]; ++k) {
+        const auto e = orig_eid[static_cast<std::size_t>(k)];
+        CHECK(ds.dst[static_cast<std::size_t>(e)] == orig[i]);
+        CHECK(ds.src[static_cast<std::size_t>(e)] ==
+              orig[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]);
+        if (inner_edge[static_cast<std::size_t>(k)]) {
+          ++edge_seen[static_cast<std::size_t>(e)];
+          CHECK(eid[static_cast<std::size_t>(k)] >= efirst);
+          CHECK(eid[static_cast<std::size_t>(k)] < elast);
+          cross += owned.count(ds.src[static_cast<std::size_t>(e)]) == 0;
+        }
+      }
+    }
+    CHECK(static_cast<std::int64_t>(indices.size()) == expect_edges);
+    // Node data: the input rows of the owned nodes, in local order.
+    if (ds.has_features()) {
+      const auto& feat = part.node_feats.at("feat");
+      const auto* rows = reinterpret_cast<const float*>(feat.bytes.data());
+      for (std::int64_t i = 0; i < inner; ++i)
+        for (std::int64_t c = 0; c < ds.feat_dim; ++c)
+          REQUIRE(rows[i * ds.feat_dim + c] ==
+                  ds.feat[static_cast<std::size_t>(orig[static_cast<std::size_t>(i)] * ds.feat_dim +
+                                                   c)]);
+    }
+  }
+  CHECK(std::all_of(node_seen.begin(), node_seen.end(), [](int k) { return k == 1; }));
+  CHECK(std::all_of(edge_seen.begin(), edge_seen.end(), [](int k) { return k == 1; }));
+  CHECK(cfg.extra["cross_edges"].get<std::int64_t>() == cross);
+}
+
+nlohmann::json last_json_line(const std::string& output) {
+  std::istringstream in(output);
+  nlohmann::json j;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.front() == '{') j = nlohmann::json::parse(line);
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("distgraph chunk writes chunks that read back as the dataset, the metadata last",
+          "[mpi][chunk]") {
+  const TempDir tmp;
+  const auto ds = small_sbm();
+  const fs::path chunks = chunked_copy(ds, tmp.path(), 3);
+  const auto g = distgraph::read_chunked_graph(chunks);
+  CHECK(g.num_edge_chunks() == 3);
+  CHECK(g.num_node_chunks() == 3);
+  const auto back = distgraph::load_chunked_dataset(chunks);
+  CHECK(back.num_nodes == ds.num_nodes);
+  CHECK(std::equal(back.src.begin(), back.src.end(), ds.src.begin(), ds.src.end()));
+  CHECK(std::equal(back.dst.begin(), back.dst.end(), ds.dst.begin(), ds.dst.end()));
+  CHECK(std::equal(back.feat.begin(), back.feat.end(), ds.feat.begin(), ds.feat.end()));
+  CHECK(std::equal(back.label.begin(), back.label.end(), ds.label.begin(), ds.label.end()));
+  CHECK(std::equal(back.train_mask.begin(), back.train_mask.end(), ds.train_mask.begin(),
+                   ds.train_mask.end()));
+  CHECK(back.num_classes == ds.num_classes);
+  // A typed folder is refused in one line.
+  const ProgramRun typed = run({DISTGRAPH_CLI, "chunk", "hsbm", "--out", (tmp / "x").string()});
+  CHECK(typed.exit_code == 2);
+  CHECK(typed.output.find("typed") != std::string::npos);
+}
+
+TEST_CASE(
+    "mpirun -n 2 partition --distributed: each node and edge owned once, halos and data as the "
+    "whole graph says, for PT-Scotch and random, 1 and 2 hops",
+    "[mpi][partition]") {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const auto ds = small_sbm();
+  const fs::path chunks = chunked_copy(ds, tmp.path(), 5);
+  for (const auto& [method, hops, parts] :
+       {std::tuple{"metis", 1, 2}, {"metis", 2, 3}, {"random", 1, 4}}) {
+    INFO(method << ", " << hops << " hop(s), " << parts << " parts");
+    const fs::path out = tmp / (std::string(method) + std::to_string(hops));
+    const ProgramRun r = run(mpirun_partition(
+        2, {"--input", chunks.string(), "--parts", std::to_string(parts), "--out", out.string(),
+            "--method", method, "--halo-hops", std::to_string(hops), "--json"}));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto summary = last_json_line(r.output);
+    CHECK(summary["ranks"] == 2);
+    CHECK(summary["peak_rss_bytes_per_rank"].size() == 2);
+    check_against_graph(out / "sbm.json", ds, hops);
+  }
+}
+
+TEST_CASE("rmat:S generated by 2 ranks is the graph one process builds from rmat:S",
+          "[mpi][partition]") {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const ProgramRun r = run(mpirun_partition(
+      2, {"--input", "rmat:11", "--parts", "2", "--out", (tmp / "p").string(), "--json"}));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  distgraph::RmatOptions o;
+  o.scale = 11;
+  distgraph::BuildOptions b;
+  b.remove_self_loops = b.remove_duplicates = b.symmetrize = true;
+  const distgraph::Graph whole = distgraph::build_graph(distgraph::rmat(o), b);
+  std::set<std::pair<std::int64_t, std::int64_t>> expect, got;
+  for (std::int64_t v = 0; v < whole.num_nodes(); ++v)
+    for (const auto u : whole.in.neighbors(v)) expect.emplace(u, v);
+  const auto cfg = distgraph::read_partition_config(tmp / "p" / "rmat11.json");
+  CHECK(cfg.num_edges == static_cast<std::int64_t>(expect.size()));
+  std::set<std::int64_t> edge_ids;
+  for (std::int64_t p = 0; p < 2; ++p) {
+    const fs::path dir = tmp / "p" / ("part" + std::to_string(p)) / "graph";
+    const auto orig = distgraph::read_npy_as<std::int64_t>(dir / "orig_nid.npy");
+    const auto indptr = distgraph::read_npy_as<std::int64_t>(dir / "indptr.npy");
+    const auto indices = distgraph::read_npy_as<std::int64_t>(dir / "indices.npy");
+    const auto orig_eid = distgraph::read_npy_as<std::int64_t>(dir / "orig_eid.npy");
+    const auto inner = distgraph::read_npy_as<bool>(dir / "inner_edge.npy");
+    for (std::size_t i = 0; i + 1 < indptr.size(); ++i)
+      for (auto k = indptr[i]; k < indptr[i + 1]; ++k)
+        if (inner[static_cast<std::size_t>(k)]) {
+          got.emplace(orig[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])],
+                      orig[i]);
+          edge_ids.insert(orig_eid[static_cast<std::size_t>(k)]);
+        }
+  }
+  CHECK(got == expect);
+  // Input edge IDs are 0..m-1, each once.
+  CHECK(static_cast<std::int64_t>(edge_ids.size()) == cfg.num_edges);
+  CHECK(*edge_ids.rbegin() == cfg.num_edges - 1);
+}
+
+TEST_CASE(
+    "bad chunks fail every rank with an error naming the file, and no partition config "
+    "appears",
+    "[mpi][bad_input]") {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const auto ds = small_sbm(600);
+  const fs::path chunks = chunked_copy(ds, tmp.path(), 4);
+  auto expect_failure = [&](const std::string& what, const std::string& needle) {
+    INFO(what);
+    const fs::path out = tmp / "out";
+    const ProgramRun r = run(
+        mpirun_partition(2, {"--input", chunks.string(), "--parts", "2", "--out", out.string()}));
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(needle) != std::string::npos);
+    CHECK(!fs::exists(out / "sbm.json"));
+    CHECK(!fs::exists(out / "part0"));
+  };
+  const fs::path src1 = chunks / "edges" / "src-1.npy";
+  const fs::path saved = tmp / "saved.npy";
+  fs::copy_file(src1, saved);
+  // Missing.
+  fs::remove(src1);
+  expect_failure("a missing chunk", "src-1.npy");
+  // Truncated: the file ends before its header's shape.
+  fs::copy_file(saved, src1);
+  fs::resize_file(src1, fs::file_size(src1) - 16);
+  expect_failure("a truncated chunk", "src-1.npy");
+  // An ID outside [0, num_nodes), in the chunk the second rank reads.
+  {
+    auto s = distgraph::read_npy_as<std::int64_t>(saved);
+    std::vector<std::int64_t> bad(s.begin(), s.end());
+    bad[3] = ds.num_nodes + 7;
+    fs::remove(src1);
+    distgraph::write_npy<std::int64_t>(src1, bad);
+  }
+  expect_failure("an edge ID out of range", "src-1.npy");
+  fs::remove(src1);
+  fs::copy_file(saved, src1);
+  // Counts that disagree: the metadata moves one edge from chunk 1 to chunk 0.
+  {
+    std::ifstream in(chunks / "metadata.json");
+    auto j = nlohmann::json::parse(in);
+    j["edges"]["chunk_bounds"][1] = j["edges"]["chunk_bounds"][1].get<std::int64_t>() + 1;
+    std::ofstream(chunks / "metadata.json") << j.dump();
+  }
+  expect_failure("counts that disagree with the chunks", "src-0.npy");
+}
+
+TEST_CASE("partition --distributed outside MPI, and K above the node count, are one clear line",
+          "[mpi][bad_input]") {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const ProgramRun alone = run({DISTGRAPH_CLI, "partition", "--distributed", "--input", "rmat:8",
+                                "--out", (tmp / "p").string()});
+  INFO(alone.output);
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.output.find("mpirun -n P") != std::string::npos);
+  CHECK(std::count(alone.output.begin(), alone.output.end(), '\n') == 1);
+  const ProgramRun many = run(
+      mpirun_partition(2, {"--input", "rmat:4", "--parts", "100", "--out", (tmp / "p").string()}));
+  INFO(many.output);
+  CHECK(many.exit_code != 0);
+  CHECK(many.output.find("num_parts 100: expected [1, 16]") != std::string::npos);
+  CHECK(!fs::exists(tmp / "p" / "rmat4.json"));
+}
+
+TEST_CASE("a rank killed mid-run ends the job non-zero and leaves no partition config",
+          "[mpi][fault]") {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path out = tmp / "p";
+  ChildProcess job(
+      mpirun_partition(2, {"--input", "rmat:16", "--parts", "2", "--out", out.string()}));
+  // Rank 0 prints a stage's line as it ends: the ranks are past reading and partitioning.
+  REQUIRE(job.wait_for_line("read input", 120s));
+  // Rank 1: mpirun's child with OMPI_COMM_WORLD_RANK=1.
+  pid_t victim = -1;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(e.path() / "status");
+    std::string line;
+    bool child = false;
+    while (std::getline(status, line))
+      if (line.rfind("PPid:", 0) == 0) child = std::stol(line.substr(5)) == job.pid();
+    if (!child) continue;
+    std::ifstream environ(e.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (env.find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') != std::string::npos)
+      victim = std::stoi(pid);
+  }
+  REQUIRE(victim > 0);
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  const auto st = job.wait(120s);
+  INFO(job.output());
+  REQUIRE(st.has_value());
+  CHECK((!WIFEXITED(*st) || WEXITSTATUS(*st) != 0));
+  CHECK(!fs::exists(out / "rmat16.json"));
+}
+
+TEST_CASE("Cora partitioned by 2 ranks trains to the accuracy of a single-process partition",
+          "[mpi][train][data]") {
+  REQUIRE_MPI();
+  DISTGRAPH_REQUIRE_DATASET(cora, "cora");
+  if (run({DISTGRAPH_CLI, "train", "--help"}, 60s).exit_code != 0) {
+    WARN("SKIPPED: this distgraph was built without libtorch (no `distgraph train`)");
+    return;
+  }
+  const TempDir tmp;
+  const ProgramRun chunk = run(
+      {DISTGRAPH_CLI, "chunk", cora.string(), "--chunks", "4", "--out", (tmp / "chunks").string()});
+  REQUIRE(chunk.exit_code == 0);
+  const ProgramRun dist = run(mpirun_partition(
+      2, {"--input", (tmp / "chunks").string(), "--parts", "2", "--out", (tmp / "dist").string()}));
+  INFO(dist.output);
+  REQUIRE(dist.exit_code == 0);
+  const ProgramRun single = run({DISTGRAPH_CLI, "partition", "--input", cora.string(), "--parts",
+                                 "2", "--out", (tmp / "single").string()});
+  INFO(single.output);
+  REQUIRE(single.exit_code == 0);
+  auto mean_test = [&](const fs::path& config, const std::string& tag) {
+    double sum = 0;
+    for (const int seed : {0, 1, 2}) {
+      const fs::path out = tmp / tag / std::to_string(seed);
+      const ProgramRun t =
+          run({DISTGRAPH_CLI, "train", cora.string(), "--part-config", config.string(), "--seed",
+               std::to_string(seed), "--out", out.string()},
+              300s);
+      INFO(t.output);
+      REQUIRE(t.exit_code == 0);
+      std::ifstream in(out / "result.json");
+      sum += nlohmann::json::parse(in)["test"].get<double>();
+    }
+    return sum / 3;
+  };
+  const double d = mean_test(tmp / "dist" / "cora.json", "train_dist");
+  const double s = mean_test(tmp / "single" / "cora.json", "train_single");
+  std::printf(
+      "mpi: Cora test accuracy, mean of 3 seeds: distributed partition %.4f, "
+      "single-process %.4f\n",
+      d, s);
+  INFO("distributed partition " << d << ", single-process " << s);
+  CHECK(s > 0.75);
+  CHECK(std::abs(d - s) <= 0.02);
+}
+
+#endif
+
+}  // namespace test_mpi_partition_mpi

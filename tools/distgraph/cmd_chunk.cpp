@@ -1,0 +1,60 @@
+// distgraph chunk: write a dataset folder as a chunked graph folder (edge chunks, node-data
+// row chunks, metadata.json), the input of `distgraph partition --distributed`.
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "distgraph/core/timer.hpp"
+#include "distgraph/io/chunked.hpp"
+#include "distgraph/io/dataset.hpp"
+#include "typed_dataset_input.hpp"
+
+namespace distgraph::cli {
+
+int run_chunk(std::vector<std::string> argv) {
+  Args args("chunk", std::move(argv));
+  args.option("chunks", "number of edge chunks, and of node-data row chunks (default 4)")
+      .option("node-chunks", "number of node-data row chunks (default: --chunks)")
+      .option("out", "output folder (required)")
+      .flag("json", "print the result as one JSON object");
+  args.parse(1);
+  if (args.help()) {
+    args.print_help("distgraph chunk DATASET_DIR --chunks C --out DIR [--node-chunks C2] [--json]");
+    return 0;
+  }
+  if (args.positional().empty())
+    throw UsageError("chunk: a dataset folder is required (see --help)");
+  const std::string input = args.positional()[0];
+  const auto out = args.get("out");
+  if (!out) throw UsageError("chunk: --out is required (see --help)");
+  if (is_hetero_input(input))
+    throw UsageError("chunk: '" + input +
+                     "' is a typed dataset; chunked folders hold homogeneous graphs for now "
+                     "(partition typed graphs with distgraph partition, in one process)");
+  const std::int64_t chunks = args.get_int("chunks", 4, 1, 1 << 20);
+  const std::int64_t node_chunks = args.get_int("node-chunks", chunks, 1, 1 << 20);
+  Stopwatch timer;
+  const Dataset ds = load_dataset(input);
+  const ChunkedGraph g = write_chunked(ds, *out, chunks, std::min(node_chunks, ds.num_nodes));
+  const nlohmann::json j = {{"input", input},
+                            {"out", *out},
+                            {"graph_name", g.name},
+                            {"num_nodes", g.num_nodes},
+                            {"num_edges", g.num_edges},
+                            {"edge_chunks", g.num_edge_chunks()},
+                            {"node_chunks", g.num_node_chunks()},
+                            {"seconds", timer.seconds()}};
+  if (args.has("json"))
+    std::printf("%s\n", j.dump().c_str());
+  else
+    std::printf("chunked %s (%lld nodes, %lld edges) into %lld edge and %lld node chunks -> %s\n",
+                input.c_str(), static_cast<long long>(g.num_nodes),
+                static_cast<long long>(g.num_edges), static_cast<long long>(g.num_edge_chunks()),
+                static_cast<long long>(g.num_node_chunks()), out->c_str());
+  return 0;
+}
+
+}  // namespace distgraph::cli
