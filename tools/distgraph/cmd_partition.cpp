@@ -69,8 +69,8 @@ Input load_input(const std::string& spec, std::uint64_t seed, unsigned threads) 
 int run_partition(std::vector<std::string> argv) {
   Args args("partition", std::move(argv));
   args.option("input",
-              "dataset folder (homogeneous or typed), edge-list file, 'sbm', 'hsbm' (typed) or "
-              "'rmat:SCALE[:EDGE_FACTOR]'")
+              "dataset folder (homogeneous or typed), chunked graph folder, edge-list file, "
+              "'sbm', 'hsbm' (typed) or 'rmat:SCALE[:EDGE_FACTOR]'")
       .option("name", "graph name (config file <name>.json); default: the dataset's name")
       .option("parts", "number of partitions (default 2)")
       .option("method", "metis (default) or random")
@@ -87,6 +87,9 @@ int run_partition(std::vector<std::string> argv) {
             "run as one rank of an MPI job (mpirun -n P distgraph partition --distributed ...): "
             "the ranks read a chunked folder (distgraph chunk) or generate rmat:S between "
             "them, partition it with PT-Scotch and each writes the partitions it owns")
+      .option("scotch-strategy",
+              "with --distributed: PT-Scotch's preset, speed (default), balance, quality or "
+              "scalability")
       .flag("json", "print the summary as one JSON object");
   args.parse(0);
   if (args.help()) {
@@ -130,6 +133,7 @@ int run_partition(std::vector<std::string> argv) {
     req.out = args.get_or("out", "partitions");
     req.opts = opts;
     req.json = json;
+    req.scotch_strategy = args.get_or("scotch-strategy", "speed");
     if (!opts.relabel)
       throw UsageError("partition: --no-relabel is not available with --distributed");
     if (auto b = args.get("balance-ntypes")) {

@@ -73,6 +73,11 @@ int run_partition_distributed(const DistributedPartitionRequest& req) {
   opts.balance_edges = req.opts.balance_edges;
   opts.feat_dtype = req.opts.feat_dtype;
   opts.seed = req.opts.seed;
+  const auto strategy = mpi::scotch_strategy_from_name(req.scotch_strategy);
+  if (!strategy)
+    throw UsageError("partition: --scotch-strategy '" + req.scotch_strategy +
+                     "': expected speed, balance, quality or scalability");
+  opts.scotch_strategy = *strategy;
 
   MPI_Init(nullptr, nullptr);
   int code = 1;

@@ -18,6 +18,7 @@ struct DistributedPartitionRequest {
   std::string out = "partitions";
   PartitionOptions opts;  ///< method, halo_hops, feat_dtype, seed, balance_edges
   bool balance_train = false;
+  std::string scotch_strategy = "speed";  ///< quality, balance or speed
   bool json = false;
 };
 

@@ -64,11 +64,14 @@ struct Comm {
     check(MPI_Allreduce(&x, &out, 1, MPI_INT64_T, MPI_MAX, comm), "Allreduce");
     return out;
   }
-  /// Element-wise sum over ranks, in place.
+  /// Element-wise sum over ranks, in place (in pieces: MPI's counts are ints).
   void sum(std::span<std::int64_t> xs) const {
-    check(MPI_Allreduce(MPI_IN_PLACE, xs.data(), static_cast<int>(xs.size()), MPI_INT64_T, MPI_SUM,
-                        comm),
-          "Allreduce");
+    constexpr std::size_t piece = std::size_t{1} << 28;
+    for (std::size_t at = 0; at < xs.size(); at += piece)
+      check(MPI_Allreduce(MPI_IN_PLACE, xs.data() + at,
+                          static_cast<int>(std::min(piece, xs.size() - at)), MPI_INT64_T, MPI_SUM,
+                          comm),
+            "Allreduce");
   }
   /// Sum of x over the ranks before this one.
   std::int64_t exclusive_sum(std::int64_t x) const {
@@ -82,6 +85,23 @@ struct Comm {
     check(MPI_Allgather(xs.data(), static_cast<int>(xs.size()), MPI_INT64_T, out.data(),
                         static_cast<int>(xs.size()), MPI_INT64_T, comm),
           "Allgather");
+    return out;
+  }
+  /// Every rank's `xs` (any lengths), rank after rank.
+  std::vector<std::int64_t> all_gather_v(std::span<const std::int64_t> xs) const {
+    const std::int64_t mine = static_cast<std::int64_t>(xs.size());
+    const auto sizes = all_gather(std::span(&mine, 1));
+    std::vector<int> counts(sizes.size()), displs(sizes.size());
+    int total = 0;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      counts[r] = static_cast<int>(sizes[r]);
+      displs[r] = total;
+      total += counts[r];
+    }
+    std::vector<std::int64_t> out(static_cast<std::size_t>(total));
+    check(MPI_Allgatherv(xs.data(), static_cast<int>(xs.size()), MPI_INT64_T, out.data(),
+                         counts.data(), displs.data(), MPI_INT64_T, comm),
+          "Allgatherv");
     return out;
   }
   /// Rank 0's value of `x`, on every rank.
@@ -138,8 +158,12 @@ std::vector<T> exchange_records(const Comm& c, const std::vector<std::int64_t>& 
   for (std::size_t s = 0; s < p; ++s) offset[s + 1] = offset[s] + recv_count[s];
   std::vector<T> result(static_cast<std::size_t>(offset[p]) * width);
   auto* result_bytes = reinterpret_cast<std::byte*>(result.data());
-  // A round's displacements are ints over all ranks together.
+  // A round's displacements are ints over all ranks together. The width is the same on
+  // every rank, so this fails everywhere or nowhere.
   piece_bytes = std::min(piece_bytes, static_cast<std::size_t>(INT32_MAX) / p);
+  if (rb > piece_bytes)
+    throw InvalidArgument("exchange: records of " + std::to_string(rb) + " bytes; at most " +
+                          std::to_string(piece_bytes) + " with " + std::to_string(p) + " ranks");
   const auto per_round = static_cast<std::int64_t>(std::max<std::size_t>(1, piece_bytes / rb));
   std::int64_t most = 0;
   for (std::size_t d = 0; d < p; ++d) most = std::max({most, count[d], recv_count[d]});

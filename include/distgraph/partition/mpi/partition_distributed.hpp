@@ -74,7 +74,13 @@ struct DistPartitionOptions {
   bool balance_edges = false;
   DType feat_dtype = DType::float32;
   std::uint64_t seed = 0;
-  double imbalance = 0.03;       ///< PT-Scotch's allowed imbalance
+  double imbalance = 0.03;  ///< PT-Scotch's allowed imbalance
+  /// PT-Scotch's preset (`--scotch-strategy`): see PERFORMANCE.md, "Partitioning over MPI",
+  /// for what each costs and cuts on R-MAT.
+  mpi::ScotchStrategy scotch_strategy = mpi::ScotchStrategy::speed;
+  /// Nodes of more neighbours than this (0: 16 x the mean degree, at least 64) are left out
+  /// of PT-Scotch's graph and join the partition most of their neighbours are in.
+  std::int64_t hub_degree = 0;
   Progress* progress = nullptr;  ///< stage reporting (give it on one rank); null = silent
 };
 
@@ -445,6 +451,50 @@ std::vector<std::vector<std::int64_t>> ask_ranks(const mpi::Comm& c,
   return out;
 }
 
+/// What the owners of a set of node IDs answered about each: built by ask_owners, read by
+/// `at(id)` for any ID of the set. A bit per input node marks the set; an ID's answer is at
+/// its word's prefix count plus the bits below it, so no search is needed (n / 4 bytes).
+class OwnerAnswers {
+ public:
+  std::int64_t at(std::int64_t id) const {
+    const auto w = static_cast<std::size_t>(id) >> 6;
+    const std::uint64_t below = bits_[w] & ((std::uint64_t{1} << (id & 63)) - 1);
+    return values_[static_cast<std::size_t>(before_[w] + std::popcount(below))];
+  }
+
+  /// Asks the owner of each distinct ID in `ids` (input IDs in [0, n)) for `answer(id)`,
+  /// which the owner computes. Collective.
+  template <class Answer>
+  static OwnerAnswers ask(const mpi::Comm& c, const Blocks& nodes, std::int64_t n,
+                          std::span<const std::int64_t> ids, Answer&& answer) {
+    OwnerAnswers a;
+    const auto words = static_cast<std::size_t>((n + 63) / 64);
+    a.bits_.assign(words, 0);
+    for (const auto id : ids)
+      a.bits_[static_cast<std::size_t>(id) >> 6] |= std::uint64_t{1} << (id & 63);
+    a.before_.assign(words + 1, 0);
+    for (std::size_t w = 0; w < words; ++w)
+      a.before_[w + 1] = a.before_[w] + std::popcount(a.bits_[w]);
+    std::vector<std::vector<std::int64_t>> asked(static_cast<std::size_t>(c.size));
+    for (std::size_t w = 0; w < words; ++w)
+      for (std::uint64_t x = a.bits_[w]; x != 0; x &= x - 1) {
+        const auto id = static_cast<std::int64_t>(w * 64) + std::countr_zero(x);
+        asked[static_cast<std::size_t>(nodes.owner(id))].push_back(id);
+      }
+    // Owners answer in the order asked, and ranks are in ID order: the answers come back
+    // in ID order, which is the order of the set bits.
+    const auto answers = ask_ranks(c, asked, answer);
+    asked = {};
+    a.values_.reserve(static_cast<std::size_t>(a.before_[words]));
+    for (const auto& r : answers) a.values_.insert(a.values_.end(), r.begin(), r.end());
+    return a;
+  }
+
+ private:
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::int64_t> before_, values_;
+};
+
 /// The in-edges of halo nodes a writer holds for another: new source and edge IDs, input
 /// edge ID.
 struct HaloEdge {
@@ -624,12 +674,27 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
           throw InvalidArgument("node data '" + a.name + "' has " + std::to_string(a.shape.size()) +
                                 " dimensions; the distributed partitioner stores 1-D and 2-D");
   });
+  // Every rank read its own metadata (hosts may hold copies): they must describe one graph.
+  const std::int64_t shape[3] = {
+      n, chunked ? chunked->num_edges : 0,
+      chunked ? static_cast<std::int64_t>(chunked->node_data.size()) : 0};
+  const std::int64_t rank0[3] = {c.broadcast(shape[0]), c.broadcast(shape[1]),
+                                 c.broadcast(shape[2])};
+  mpi::all_or_none(c, [&] {
+    if (!std::equal(shape, shape + 3, rank0))
+      throw FormatError((input.chunked / chunked_metadata_name).string(),
+                        "this rank's copy describes " + std::to_string(shape[0]) + " nodes, " +
+                            std::to_string(shape[1]) + " edges and " + std::to_string(shape[2]) +
+                            " node arrays; rank 0's " + std::to_string(rank0[0]) + ", " +
+                            std::to_string(rank0[1]) + " and " + std::to_string(rank0[2]));
+  });
   std::vector<std::int64_t> classes;
   const Blocks nodes(n, c.size);
   InEdges g =
       input.rmat ? generate_in_edges(c, *input.rmat, nodes) : read_in_edges(c, *chunked, nodes);
   const std::int64_t m = c.sum(static_cast<std::int64_t>(g.src.size()));
-  classes = block_classes(chunked ? &*chunked : nullptr, g.first, g.count);
+  mpi::all_or_none(
+      c, [&] { classes = block_classes(chunked ? &*chunked : nullptr, g.first, g.count); });
   const bool have_classes = c.max(classes.empty() ? 0 : 1) == 1;
   mpi::all_or_none(c, [&] {
     if (opts.balance_train && !have_classes)
@@ -646,6 +711,7 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
   const auto K = static_cast<std::size_t>(num_parts);
   std::vector<std::int64_t> parts;
   std::string method;
+  std::int64_t hubs_moved = 0, hub_cap = 0;
   if (opts.method == PartMethod::random) {
     parts = random_parts(c, g.count, num_parts,
                          opts.balance_train ? classes : std::vector<std::int64_t>{}, opts.seed);
@@ -653,17 +719,68 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
   } else {
     std::vector<SCOTCH_Num> rows, neighbors;
     if (!g.simple_symmetric) std::tie(rows, neighbors) = symmetric_rows(c, g, nodes);
-    std::span<SCOTCH_Num> row_span = g.simple_symmetric ? std::span(g.indptr) : std::span(rows);
-    std::span<SCOTCH_Num> nbr_span = g.simple_symmetric ? std::span(g.src) : std::span(neighbors);
+    const std::span<const SCOTCH_Num> all_rows =
+        g.simple_symmetric ? std::span<const SCOTCH_Num>(g.indptr) : std::span(rows);
+    const std::span<const SCOTCH_Num> all_nbrs =
+        g.simple_symmetric ? std::span<const SCOTCH_Num>(g.src) : std::span(neighbors);
+    // Hubs leave PT-Scotch's graph (its FM refinement slows down with the largest degree:
+    // PERFORMANCE.md, "Partitioning over MPI") and join the partition most of their
+    // neighbours are in.
+    const std::int64_t cap =
+        opts.hub_degree > 0
+            ? opts.hub_degree
+            : std::max<std::int64_t>(64, 16 * c.sum(static_cast<std::int64_t>(all_nbrs.size())) /
+                                             std::max<std::int64_t>(n, 1));
+    std::vector<std::int64_t> local_hubs;
+    for (std::int64_t v = 0; v < g.count; ++v)
+      if (all_rows[static_cast<std::size_t>(v) + 1] - all_rows[static_cast<std::size_t>(v)] > cap)
+        local_hubs.push_back(g.first + v);
+    const std::vector<std::int64_t> hubs = c.all_gather_v(local_hubs);  // sorted: ranks in order
+    auto hub_index = [&](std::int64_t id) {
+      const auto it = std::lower_bound(hubs.begin(), hubs.end(), id);
+      return it != hubs.end() && *it == id ? it - hubs.begin() : std::ptrdiff_t{-1};
+    };
+    std::vector<SCOTCH_Num> scotch_rows(static_cast<std::size_t>(g.count) + 1, 0), scotch_nbrs;
+    scotch_nbrs.reserve(all_nbrs.size());
+    for (std::int64_t v = 0; v < g.count; ++v) {
+      if (hub_index(g.first + v) < 0)
+        for (auto k = all_rows[static_cast<std::size_t>(v)];
+             k < all_rows[static_cast<std::size_t>(v) + 1]; ++k)
+          if (hub_index(all_nbrs[static_cast<std::size_t>(k)]) < 0)
+            scotch_nbrs.push_back(all_nbrs[static_cast<std::size_t>(k)]);
+      scotch_rows[static_cast<std::size_t>(v) + 1] = static_cast<SCOTCH_Num>(scotch_nbrs.size());
+    }
     std::vector<SCOTCH_Num> weights;
+    weights.reserve(static_cast<std::size_t>(g.count) + 1);  // data() is never null
     if (opts.balance_edges)
       for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + degree(v));
     mpi::ScotchOptions so;
+    so.weighted = opts.balance_edges;
     so.num_parts = num_parts;
     so.imbalance = opts.imbalance;
     so.seed = opts.seed;
+    so.strategy = opts.scotch_strategy;
     so.check = n <= (std::int64_t{1} << 20);
-    parts = mpi::ptscotch_partition(c, row_span, nbr_span, weights, so);
+    parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
+    scotch_rows = {};
+    scotch_nbrs = {};
+    // Each hub's neighbours vote with their partitions; the hub takes the majority.
+    std::vector<std::int64_t> votes(hubs.size() * K, 0);
+    for (std::int64_t v = 0; v < g.count; ++v) {
+      if (hub_index(g.first + v) >= 0) continue;
+      for (auto k = all_rows[static_cast<std::size_t>(v)];
+           k < all_rows[static_cast<std::size_t>(v) + 1]; ++k)
+        if (const auto h = hub_index(all_nbrs[static_cast<std::size_t>(k)]); h >= 0)
+          ++votes[static_cast<std::size_t>(h) * K +
+                  static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
+    }
+    c.sum(votes);
+    for (const auto h : local_hubs) {
+      const auto* v = &votes[static_cast<std::size_t>(hub_index(h)) * K];
+      parts[static_cast<std::size_t>(h - g.first)] = std::max_element(v, v + K) - v;
+    }
+    hubs_moved = static_cast<std::int64_t>(hubs.size());
+    hub_cap = cap;
     rows = {};
     neighbors = {};
     if (opts.balance_train) balance_classes(c, parts, classes, g, num_parts);
@@ -699,33 +816,12 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
                                      node_off.begin()) -
            1;
   };
-  // The new ID of every source, asked of its owner (each distinct source once). A bit per
-  // input node marks the sources; a source's index among them is its word's prefix count
-  // plus the bits below it, so the answers are found without a search (n / 4 bytes).
+  // The new ID of every source, asked of its owner (each distinct source once).
   {
-    const auto words = static_cast<std::size_t>((n + 63) / 64);
-    std::vector<std::uint64_t> bits(words, 0);
-    for (const auto s : g.src)
-      bits[static_cast<std::size_t>(s) >> 6] |= std::uint64_t{1} << (s & 63);
-    std::vector<std::int64_t> before(words + 1, 0);
-    for (std::size_t w = 0; w < words; ++w) before[w + 1] = before[w] + std::popcount(bits[w]);
-    std::vector<std::vector<std::int64_t>> ask(static_cast<std::size_t>(c.size));
-    for (std::size_t w = 0; w < words; ++w)
-      for (std::uint64_t x = bits[w]; x != 0; x &= x - 1) {
-        const auto id = static_cast<std::int64_t>(w * 64) + std::countr_zero(x);
-        ask[static_cast<std::size_t>(nodes.owner(id))].push_back(id);
-      }
-    const auto answers = ask_ranks(
-        c, ask, [&](std::int64_t id) { return new_nid[static_cast<std::size_t>(id - g.first)]; });
-    ask = {};
-    std::vector<std::int64_t> new_of;
-    new_of.reserve(static_cast<std::size_t>(before[words]));
-    for (const auto& a : answers) new_of.insert(new_of.end(), a.begin(), a.end());
-    for (auto& s : g.src) {
-      const auto w = static_cast<std::size_t>(s) >> 6;
-      const std::uint64_t below = bits[w] & ((std::uint64_t{1} << (s & 63)) - 1);
-      s = new_of[static_cast<std::size_t>(before[w] + std::popcount(below))];
-    }
+    const auto new_of = OwnerAnswers::ask(c, nodes, n, g.src, [&](std::int64_t id) {
+      return new_nid[static_cast<std::size_t>(id - g.first)];
+    });
+    for (auto& s : g.src) s = new_of.at(s);
   }
   std::int64_t cross = 0;
   for (std::int64_t v = 0; v < g.count; ++v)
@@ -835,7 +931,8 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
               stored, builds[i].inner, cols);
       });
       std::vector<std::byte> block(static_cast<std::size_t>(g.count) * rb);
-      read_node_rows(*chunked, a, g.first, g.first + g.count, block.data());
+      mpi::all_or_none(
+          c, [&] { read_node_rows(*chunked, a, g.first, g.first + g.count, block.data()); });
       std::vector<std::int64_t> at(voff.begin(), voff.end() - 1);
       const auto rows = mpi::exchange_records<std::byte>(
           c, counts_of(voff), width, [&](int d, std::byte* out, std::int64_t k) {
@@ -1055,7 +1152,10 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     cfg.edge_ranges[0].emplace_back(edge_off[p], edge_off[p + 1]);
   }
   cfg.node_feats = feature_specs;
-  cfg.extra["distributed"] = {{"ranks", c.size}, {"writer_of_part", result.writer_of_part}};
+  cfg.extra["distributed"] = {{"ranks", c.size},
+                              {"writer_of_part", result.writer_of_part},
+                              {"hub_degree", hub_cap},
+                              {"hubs", hubs_moved}};
   mpi::all_or_none(c, [&] {
     if (host_leader) write_partition_config(cfg);
   });

@@ -14,8 +14,10 @@
 #include <ptscotch.h>
 // clang-format on
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -27,9 +29,25 @@ namespace distgraph::mpi {
 static_assert(sizeof(SCOTCH_Num) == 8,
               "distgraph needs PT-Scotch's 64-bit variant (headers in /usr/include/scotch-int64)");
 
+/// PT-Scotch's strategy presets (SCOTCH_STRAT*): quality refines longest, speed least.
+/// scalability: speed with SCOTCH_STRATSCALABILITY.
+enum class ScotchStrategy { quality, balance, speed, scalability };
+
+/// The preset named `name` ("quality", "balance", "speed"), or nullopt.
+inline std::optional<ScotchStrategy> scotch_strategy_from_name(std::string_view name) {
+  if (name == "quality") return ScotchStrategy::quality;
+  if (name == "balance") return ScotchStrategy::balance;
+  if (name == "speed") return ScotchStrategy::speed;
+  if (name == "scalability") return ScotchStrategy::scalability;
+  return std::nullopt;
+}
+
 /// What ptscotch_partition is told.
 struct ScotchOptions {
   std::int64_t num_parts = 2;
+  ScotchStrategy strategy = ScotchStrategy::speed;
+  /// Use the vertex weights: every rank must say the same, also one without vertices.
+  bool weighted = false;
   /// Largest allowed part weight over the mean, minus one (METIS's default ufactor 30 is
   /// 0.03).
   double imbalance = 0.03;
@@ -42,8 +60,8 @@ struct ScotchOptions {
 /// Partitions the distributed graph whose local part is the compact CSR `row_offsets`
 /// (local vertices + 1 entries, starting at 0) / `neighbors` (global vertex IDs; each
 /// rank's vertices are a contiguous ID range, ranks in order). The graph must be
-/// symmetric, without self loops or repeated neighbours. `weights` (one per local vertex,
-/// or empty) are vertex weights. Collective. Returns the part of each local vertex.
+/// symmetric, without self loops or repeated neighbours. `weights` (one per local vertex)
+/// are vertex weights where `opts.weighted`. Collective. Returns the part of each local vertex.
 /// Throws PartitionError naming the Scotch call that failed.
 inline std::vector<SCOTCH_Num> ptscotch_partition(const Comm& c, std::span<SCOTCH_Num> row_offsets,
                                                   std::span<SCOTCH_Num> neighbors,
@@ -63,7 +81,7 @@ inline std::vector<SCOTCH_Num> ptscotch_partition(const Comm& c, std::span<SCOTC
   // The arrays are used in place (Scotch copies nothing it is given).
   const auto edges = static_cast<SCOTCH_Num>(neighbors.size());
   int failed = SCOTCH_dgraphBuild(&graph, 0, local, local, row_offsets.data(), nullptr,
-                                  weights.empty() ? nullptr : weights.data(), nullptr, edges, edges,
+                                  opts.weighted ? weights.data() : nullptr, nullptr, edges, edges,
                                   neighbors.data(), nullptr, nullptr);
   failed = static_cast<int>(c.max(failed != 0));
   failure_agreed() = failed != 0;
@@ -81,8 +99,13 @@ inline std::vector<SCOTCH_Num> ptscotch_partition(const Comm& c, std::span<SCOTC
     ~StratGuard() { SCOTCH_stratExit(s); }
   } strat_guard{&strategy};
   // The same call with the same arguments on every rank: it fails everywhere or nowhere.
-  if (SCOTCH_stratDgraphMapBuild(&strategy, SCOTCH_STRATQUALITY, c.size,
-                                 static_cast<SCOTCH_Num>(opts.num_parts), opts.imbalance) != 0) {
+  const SCOTCH_Num flags = opts.strategy == ScotchStrategy::quality   ? SCOTCH_STRATQUALITY
+                           : opts.strategy == ScotchStrategy::balance ? SCOTCH_STRATBALANCE
+                           : opts.strategy == ScotchStrategy::scalability
+                               ? SCOTCH_STRATSPEED | SCOTCH_STRATSCALABILITY
+                               : SCOTCH_STRATSPEED;
+  if (SCOTCH_stratDgraphMapBuild(&strategy, flags, c.size, static_cast<SCOTCH_Num>(opts.num_parts),
+                                 opts.imbalance) != 0) {
     failure_agreed() = true;
     throw PartitionError("SCOTCH_stratDgraphMapBuild failed");
   }
