@@ -147,6 +147,34 @@ inline void describe_partitions(PartitionResult& r, const std::string& name,
              {"class_balance", r.class_balance}};
 }
 
+/// Readies `out_dir` for a new partition of graph `name`: creates it, removes a stale
+/// config first (it must not describe new, partial files, also after a crash) and the
+/// staging folders interrupted runs left (a SIGKILL runs no cleanup). Throws IoError.
+inline void clear_for_new_partition(const std::filesystem::path& out_dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw IoError(out_dir.string(), "cannot create output folder: " + ec.message());
+  if (fs::remove(out_dir / (name + ".json"), ec)) sync_folder(out_dir.string());
+  const std::string prefix = staging_folder_prefix(name);
+  std::vector<fs::path> stale;
+  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    if (it->path().filename().string().rfind(prefix, 0) == 0) stale.push_back(it->path());
+  for (const auto& dir : stale) fs::remove_all(dir, ec);
+}
+
+/// Moves `staging/item` to `out_dir/item`, replacing what is there. Throws IoError.
+inline void move_into_place(const std::filesystem::path& staging,
+                            const std::filesystem::path& out_dir, const std::string& item) {
+  std::error_code ec;
+  std::filesystem::remove_all(out_dir / item, ec);
+  std::filesystem::rename(staging / item, out_dir / item, ec);
+  if (ec)
+    throw IoError((out_dir / item).string(),
+                  "cannot move partition output into place: " + ec.message());
+}
+
 /// Calls `emit(u)` for each neighbour u of `v` in the symmetrised graph without self loops
 /// or duplicates, in increasing order: a merge of v's out- and in-rows (both sorted).
 template <class Emit>
@@ -519,19 +547,9 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
   //    arrays are streamed into their files as they are computed (see NpyStream).
   progress.begin("build partitions");
   const fs::path config_path = out_dir / (name + ".json");
+  detail::clear_for_new_partition(out_dir, name);
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw IoError(out_dir.string(), "cannot create output folder: " + ec.message());
-  // A stale config must not describe the new, partial files, also after a crash.
-  if (fs::remove(config_path, ec)) sync_folder(out_dir);
-  // Staging folders of this name that interrupted runs left (a SIGKILL runs no cleanup).
-  const std::string staging_prefix = staging_folder_prefix(name);
-  std::vector<fs::path> stale;
-  for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec))
-    if (it->path().filename().string().rfind(staging_prefix, 0) == 0) stale.push_back(it->path());
-  for (const auto& dir : stale) fs::remove_all(dir, ec);
-  const fs::path staging = out_dir / (staging_prefix + std::to_string(::getpid()));
+  const fs::path staging = out_dir / (staging_folder_prefix(name) + std::to_string(::getpid()));
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   if (ec) throw IoError(staging.string(), "cannot create staging folder: " + ec.message());
@@ -754,13 +772,7 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
         {tname, std::string(dtype_name(detail::stored_node_dtype(t, opts))), t.shape});
   for (const auto& [tname, t] : edge_data)
     c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
-  auto publish = [&](const std::string& item) {
-    const fs::path from = staging / item, to = out_dir / item;
-    std::error_code e2;
-    fs::remove_all(to, e2);
-    fs::rename(from, to, e2);
-    if (e2) throw IoError(to.string(), "cannot move partition output into place: " + e2.message());
-  };
+  auto publish = [&](const std::string& item) { detail::move_into_place(staging, out_dir, item); };
   for (std::int64_t p = 0; p < num_parts; ++p) publish("part" + std::to_string(p));
   if (!opts.relabel) {
     publish("node_map.npy");

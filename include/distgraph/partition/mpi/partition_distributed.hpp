@@ -879,19 +879,7 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     }
   } staging_guard{staging, host_leader, &host_comm};
   mpi::all_or_none(c, [&] {
-    std::error_code ec;
-    if (host_leader) {
-      fs::create_directories(out_dir, ec);
-      if (ec) throw IoError(out_dir.string(), "cannot create output folder: " + ec.message());
-      // A stale config must not describe the new, partial files, also after a crash.
-      if (fs::remove(config_path, ec)) sync_folder(out_dir.string());
-      const std::string prefix = staging_folder_prefix(name);
-      std::vector<fs::path> stale;
-      for (auto it = fs::directory_iterator(out_dir, ec); !ec && it != fs::directory_iterator();
-           it.increment(ec))
-        if (it->path().filename().string().rfind(prefix, 0) == 0) stale.push_back(it->path());
-      for (const auto& dir : stale) fs::remove_all(dir, ec);
-    }
+    if (host_leader) detail::clear_for_new_partition(out_dir, name);
   });
   mpi::all_or_none(c, [&] {
     for (const auto& b : builds)
@@ -1116,13 +1104,7 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
   mpi::all_or_none(c, [&] {
     for (std::int64_t p = 0; p < num_parts; ++p) {
       if (writer_of_part(p) != c.rank) continue;
-      const std::string item = "part" + std::to_string(p);
-      std::error_code ec;
-      fs::remove_all(out_dir / item, ec);
-      fs::rename(staging / item, out_dir / item, ec);
-      if (ec)
-        throw IoError((out_dir / item).string(),
-                      "cannot move partition output into place: " + ec.message());
+      detail::move_into_place(staging, out_dir, "part" + std::to_string(p));
     }
     sync_folder(out_dir.string());
   });
