@@ -24,10 +24,11 @@
 #include "distgraph/partition/partition_dataset.hpp"
 #include "distgraph/runtime/initialize.hpp"
 #include "distgraph/runtime/launcher.hpp"
-#include "distgraph/runtime/loopback_cluster.hpp"
 #include "support/flags.hpp"
 #include "support/report.hpp"
 #include "support/subprocess.hpp"
+// The tests' loopback ip config, on ports found as the tests find them.
+#include "../tests/support/free_port.hpp"
 
 #ifndef DISTGRAPH_CLI
 #define DISTGRAPH_CLI "distgraph"
@@ -78,12 +79,8 @@ int main(int argc, char** argv) {
   o.feat_dim = 32;
   distgraph::partition_dataset(distgraph::sbm_dataset(o), "rt", machines, dir,
                                {.method = distgraph::PartMethod::random, .seed = 1});
-  {
-    std::ofstream ip(dir / "ip_config.txt");
-    std::vector<std::uint16_t> taken;
-    for (int m = 0; m < machines; ++m)
-      ip << "127.0.0.1 " << distgraph::free_port_block(servers, taken) << "\n";
-  }
+  // Free again once written: every run's launcher starts its servers on them.
+  distgraph::test::write_loopback_ip_config(dir / "ip_config.txt", machines, servers).release();
   rep.header({{"machines", std::to_string(machines)},
               {"servers_per_machine", std::to_string(servers)},
               {"trainers_per_machine", std::to_string(trainers)},

@@ -3,13 +3,13 @@
 // results equal to the standalone run's, and the errors for servers of another composition
 // or a server program that is missing or exits at once.
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <regex>
 #include <string>
 
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -19,7 +19,6 @@ using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
-using distgraph::test::PortBlock;
 using distgraph::test::TempDir;
 
 #if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_CUSTOM_SAMPLER) && \
@@ -41,8 +40,7 @@ struct Cluster {
                       {.method = PartMethod::metis, .relabel = relabel, .seed = 1});
     config = tmp / (name + ".json");
     ip_path = tmp / "ip_config.txt";
-    std::ofstream f(ip_path);
-    for (int m = 0; m < 2; ++m) f << "127.0.0.1 " << PortBlock(2).base() << "\n";
+    distgraph::test::write_loopback_ip_config(ip_path, 2, 2).release();
   }
   std::vector<std::string> launch(const std::string& server_program, int trainers,
                                   std::vector<std::string> program) const {

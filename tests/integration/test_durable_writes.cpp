@@ -20,6 +20,7 @@
 
 #include "distgraph/partition/load_partition.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/machine_storage.hpp"
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
@@ -125,7 +126,7 @@ TEST_CASE(
   INFO(infer.output);
   REQUIRE(infer.exit_code == 0);
   // A launch with a process report (the trainers do nothing; the servers load and serve).
-  const auto bases = distgraph::test::write_loopback_ip_config((tmp / "ip.txt").string(), 2, 1);
+  const auto bases = distgraph::test::write_loopback_ip_config(tmp / "ip.txt", 2, 1).bases;
   const ProgramRun launch = traced(
       tmp / "launch.log", {DISTGRAPH_CLI, "launch", "--ip-config", (tmp / "ip.txt").string(),
                            "--part-config", config.string(), "--report",

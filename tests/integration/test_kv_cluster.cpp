@@ -2,7 +2,6 @@
 // trainers talking to them over AsioTransport, reading co-located rows from shared memory.
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_transport.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/machine_storage.hpp"
 #include "support/temp_dir.hpp"
 
@@ -27,7 +27,6 @@ namespace test_integration_kv_cluster {
 using namespace distgraph;
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
-using distgraph::test::PortBlock;
 using distgraph::test::TempDir;
 
 #ifdef DISTGRAPH_CLI
@@ -42,7 +41,6 @@ struct Cluster {
   TempDir tmp;
   Dataset data;
   std::filesystem::path config, ip_path;
-  std::vector<std::unique_ptr<PortBlock>> ports;
   IpConfig ip;
   std::vector<std::unique_ptr<ChildProcess>> procs;  // machine-major
   std::vector<std::int64_t> orig_of;
@@ -62,16 +60,9 @@ struct Cluster {
     partition_dataset(data, "kv", machines, tmp.path(), {.method = PartMethod::metis, .seed = 3});
     config = tmp / "kv.json";
     ip_path = tmp / "ip_config.txt";
-    {
-      std::ofstream f(ip_path);
-      f << "# loopback cluster\n";
-      for (int m = 0; m < machines; ++m) {
-        ports.push_back(std::make_unique<PortBlock>(servers));
-        f << "127.0.0.1 " << ports.back()->base() << "\n";
-      }
-    }
+    auto ports = distgraph::test::write_loopback_ip_config(ip_path, machines, servers);
     ip = read_ip_config(ip_path, servers);
-    for (auto& p : ports) p->release();
+    ports.release();
     // Main servers first: backups wait for the main's data.
     for (int m = 0; m < machines; ++m)
       for (int s = 0; s < servers; ++s) procs.push_back(start(m, s, trainers));

@@ -28,7 +28,6 @@ using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
 using distgraph::test::none_left;
 using distgraph::test::port_listening;
-using distgraph::test::PortBlock;
 using distgraph::test::processes_mentioning;
 using distgraph::test::TempDir;
 
@@ -40,7 +39,7 @@ struct Job {
   static constexpr int machines = 2;
   TempDir tmp;
   std::filesystem::path config, ip_path;
-  std::vector<std::uint16_t> bases;
+  distgraph::test::LoopbackIpConfig ports;  // held until launch()
   explicit Job(int servers) {
     SbmOptions o;
     o.num_nodes = 1500;
@@ -52,13 +51,14 @@ struct Job {
                       {.method = PartMethod::metis, .seed = 1});
     config = tmp / "job.json";
     ip_path = tmp / "ip_config.txt";
-    bases = distgraph::test::write_loopback_ip_config(ip_path.string(), machines, servers);
+    ports = distgraph::test::write_loopback_ip_config(ip_path, machines, servers);
   }
-  ~Job() { distgraph::test::remove_machine_storage("job", bases); }
+  ~Job() { distgraph::test::remove_machine_storage("job", ports.bases); }
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
-  std::vector<std::string> launch(int servers, int trainers,
-                                  std::vector<std::string> program) const {
+  /// The launch command; the servers it starts may take the ip config's ports from now on.
+  std::vector<std::string> launch(int servers, int trainers, std::vector<std::string> program) {
+    ports.release();
     std::vector<std::string> a{DISTGRAPH_CLI,
                                "launch",
                                "--ip-config",
@@ -78,7 +78,7 @@ struct Job {
   std::string marker() const { return tmp.path().string(); }
   /// True when nothing listens on any of the first `servers` ports of every machine.
   bool ports_closed(int servers) const {
-    for (auto base : bases)
+    for (auto base : ports.bases)
       for (int s = 0; s < servers; ++s)
         if (port_listening(static_cast<std::uint16_t>(base + s))) return false;
     return true;
@@ -291,12 +291,7 @@ TEST_CASE("launch refuses bad configurations with a message naming the problem",
     CHECK_THAT(l.output(), Catch::Contains("collides with line 1"));
   }
   SECTION("a partition count that differs from the machine count") {
-    PortBlock a(1), b(1), c(1);
-    std::ofstream(job.ip_path) << "127.0.0.1 " << a.base() << "\n127.0.0.1 " << b.base()
-                               << "\n127.0.0.1 " << c.base() << "\n";
-    a.release();
-    b.release();
-    c.release();
+    distgraph::test::write_loopback_ip_config(job.ip_path, 3, 1).release();
     // The trainer outlives the failing server: a trainer that exited at once would have
     // the launcher stop the servers, racing the one about to report the mismatch.
     ChildProcess l(job.launch(1, 1, {"/bin/sleep", "60"}));

@@ -25,7 +25,7 @@ using distgraph::test::ChildProcess;
 using distgraph::test::KillLeftovers;
 using distgraph::test::none_left;
 using distgraph::test::port_listening;
-using distgraph::test::ReservedPort;
+using distgraph::test::PortBlock;
 using distgraph::test::TempDir;
 
 #if defined(DISTGRAPH_CLI) && defined(DISTGRAPH_EXAMPLE_SCHEDULER_TRAINER)
@@ -103,7 +103,7 @@ struct ServedJob {
                       {.method = PartMethod::metis, .seed = 1});
     config = tmp / "sched.json";
     ip_path = tmp / "ip_config.txt";
-    ports = distgraph::test::write_loopback_ip_config(ip_path.string(), machines, 1);
+    ports = distgraph::test::write_loopback_ip_config(ip_path, machines, 1).bases;
     for (int m = 0; m < machines; ++m)
       servers.push_back(std::make_unique<ChildProcess>(
           std::vector<std::string>{DISTGRAPH_CLI, "serve", "--ip-config", ip_path.string(),
@@ -230,9 +230,9 @@ TEST_CASE(
   // port 29400, which parallel runs share. `--redirects 9:0 --tee 9:0` (a setting for a local
   // rank that does not exist) keeps torch 1.13 on Python 3.11 from failing on the default
   // "0" (AttributeError: 'NoneType' object has no attribute 'get').
-  ReservedPort store;
+  PortBlock store;
   std::vector<std::string> a{torch, "--nnodes", "1", "--nproc_per_node", "4"};
-  a.insert(a.end(), {"--master_addr", "127.0.0.1", "--master_port", std::to_string(store.port())});
+  a.insert(a.end(), {"--master_addr", "127.0.0.1", "--master_port", std::to_string(store.base())});
   // --monitor_interval: how often torchrun looks at its workers (default 5 s).
   a.insert(a.end(), {"--monitor_interval", "1", "--redirects", "9:0", "--tee", "9:0"});
   a.push_back("--no_python");

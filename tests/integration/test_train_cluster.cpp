@@ -21,6 +21,7 @@
 #include "distgraph/io/dataset.hpp"
 #include "distgraph/io/synthetic.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/processes.hpp"
 #include "support/program_run.hpp"
 #include "support/temp_dir.hpp"
@@ -629,11 +630,8 @@ TEST_CASE("the guide's trainer program trains standalone and under distgraph lau
   CHECK(alone.output().find("epoch 49 ") != std::string::npos);
   CHECK(alone.output().find("over 1 trainer(s)") != std::string::npos);
 
-  distgraph::test::PortBlock a(1), b(1);
   const fs::path ip = tmp.path() / "ip_config.txt";
-  std::ofstream(ip) << "127.0.0.1 " << a.base() << "\n127.0.0.1 " << b.base() << "\n";
-  a.release();
-  b.release();
+  distgraph::test::write_loopback_ip_config(ip, 2, 1).release();
   ChildProcess job({DISTGRAPH_CLI, "launch", "--ip-config", ip.string(), "--part-config", config,
                     "--", DISTGRAPH_EXAMPLE_TRAIN_SAGE, config, (tmp.path() / "dist").string()});
   const auto jst = job.wait(180s);

@@ -1,13 +1,10 @@
-// Test helpers: a child process with its output readable line by line under a deadline,
-// and a block of consecutive loopback ports held until servers take them.
+// Test helper: a child process with its output readable line by line under a deadline.
 #pragma once
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +17,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// The free ports and the loopback ip_config that the started servers listen on, for the
+// programs that take them from here (bench_sampling).
+#include "free_port.hpp"
 
 extern char** environ;
 
@@ -145,87 +146,5 @@ class ChildProcess {
   int status_ = 0;  ///< the wait status, once exited_
   std::string buf_, output_;
 };
-
-/// `count` consecutive TCP ports on 127.0.0.1, each held by a bound (not listening)
-/// SO_REUSEADDR socket until release(), so parallel tests never pick the same ones.
-class PortBlock {
- public:
-  explicit PortBlock(int count) {
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      std::vector<int> fds;
-      const int first = bind_port(0);
-      if (first < 0) continue;
-      const std::uint16_t base = local_port(first);
-      fds.push_back(first);
-      bool ok = base + count - 1 <= 65535;
-      for (int i = 1; ok && i < count; ++i) {
-        const int fd = bind_port(static_cast<std::uint16_t>(base + i));
-        if (fd < 0)
-          ok = false;
-        else
-          fds.push_back(fd);
-      }
-      if (ok) {
-        base_ = base;
-        fds_ = fds;
-        return;
-      }
-      for (int fd : fds) ::close(fd);
-    }
-    throw std::runtime_error("PortBlock: no run of free ports found");
-  }
-  ~PortBlock() { release(); }
-  PortBlock(const PortBlock&) = delete;
-  PortBlock& operator=(const PortBlock&) = delete;
-  std::uint16_t base() const noexcept { return base_; }
-  void release() {
-    for (int fd : fds_) ::close(fd);
-    fds_.clear();
-  }
-
- private:
-  static int bind_port(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-  static std::uint16_t local_port(int fd) {
-    sockaddr_in a{};
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    return ntohs(a.sin_port);
-  }
-  std::uint16_t base_ = 0;
-  std::vector<int> fds_;
-};
-
-/// Writes an ip config of `machines` loopback machines, each with a fresh block of
-/// `servers` ports (held only while writing, as a PortBlock does), and returns each
-/// machine's base port.
-inline std::vector<std::uint16_t> write_loopback_ip_config(const std::string& path, int machines,
-                                                           int servers) {
-  std::vector<std::uint16_t> bases;
-  std::string text;
-  for (int m = 0; m < machines; ++m) {
-    PortBlock block(servers);
-    bases.push_back(block.base());
-    text +=
-        "127.0.0.1 " + std::to_string(block.base()) + "   # machine " + std::to_string(m) + "\n";
-  }
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0)
-    throw std::runtime_error("cannot write " + path);
-  return bases;
-}
 
 }  // namespace distgraph::test

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "distgraph/storage/mmap_storage.hpp"
 #include "distgraph/transport/asio_transport.hpp"
 #include "support/child_process.hpp"
+#include "support/free_port.hpp"
 #include "support/machine_storage.hpp"
 #include "support/partitioned_sbm.hpp"
 
@@ -44,16 +44,9 @@ struct LoaderCluster {
 
   LoaderCluster() : sbm(options(), machines, "loader") {
     ip_path = sbm.tmp / "ip_config.txt";
-    std::vector<std::unique_ptr<PortBlock>> ports;
-    {
-      std::ofstream f(ip_path);
-      for (int m = 0; m < machines; ++m) {
-        ports.push_back(std::make_unique<PortBlock>(1));
-        f << "127.0.0.1 " << ports.back()->base() << "\n";
-      }
-    }
+    auto ports = write_loopback_ip_config(ip_path, machines, 1);
     ip = read_ip_config(ip_path, 1);
-    for (auto& p : ports) p->release();
+    ports.release();
     for (int m = 0; m < machines; ++m)
       procs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
           DISTGRAPH_CLI, "serve", "--ip-config", ip_path.string(), "--part-config",

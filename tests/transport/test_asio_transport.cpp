@@ -610,8 +610,8 @@ TEST_CASE("the transport listens and connects over IPv6 loopback", "[transport][
 
 TEST_CASE("a client started before its server connects once the server listens",
           "[transport][net]") {
-  test::ReservedPort reserved;
-  const std::uint16_t port = reserved.port();
+  test::PortBlock reserved;
+  const std::uint16_t port = reserved.base();
   auto client = std::async(std::launch::async, [port] {
     return AsioTransport({{"127.0.0.1", port}}, client_options());
   });
@@ -629,8 +629,8 @@ TEST_CASE("a server that is up completes the handshake while another is still st
   // Servers load their partitions at different speeds: the client must answer the hello of
   // the one that listens first at once, not after connecting to the slow one (which, past
   // the fast one's handshake timeout, got the client refused).
-  test::ReservedPort late;
-  const std::uint16_t late_port = late.port();
+  test::PortBlock late;
+  const std::uint16_t late_port = late.base();
   LogSink log;
   AsioServerOptions fast_options;
   fast_options.handshake_timeout = 300ms;
@@ -661,11 +661,11 @@ TEST_CASE("a server that is up completes the handshake while another is still st
 }
 
 TEST_CASE("connecting gives up with TimeoutError after connect_timeout", "[transport][net]") {
-  test::ReservedPort reserved;
+  test::PortBlock reserved;
   auto opt = client_options();
   opt.connect_timeout = 300ms;
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS(AsioTransport({{"127.0.0.1", reserved.port()}}, opt), TimeoutError);
+  CHECK_THROWS_AS(AsioTransport({{"127.0.0.1", reserved.base()}}, opt), TimeoutError);
   CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
