@@ -10,7 +10,7 @@
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_integration_lease {
+namespace test_runtime_lease {
 
 using namespace std::chrono_literals;
 using distgraph::test::ChildProcess;
@@ -86,4 +86,4 @@ TEST_CASE("a lease whose input ends (the launcher's ssh went away) stops its pro
 
 #endif
 
-}  // namespace test_integration_lease
+}  // namespace test_runtime_lease

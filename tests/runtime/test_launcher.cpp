@@ -14,14 +14,13 @@
 
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
-#include "distgraph/runtime/ip_config.hpp"
 #include "support/child_process.hpp"
 #include "support/free_port.hpp"
 #include "support/machine_storage.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
 
-namespace test_integration_launch {
+namespace test_runtime_launcher {
 
 using namespace distgraph;
 using namespace std::chrono_literals;
@@ -368,15 +367,4 @@ TEST_CASE("launch tests need the distgraph program and the examples", "[integrat
 }
 #endif
 
-TEST_CASE("local_machine_count counts the ip_config's machines on this computer", "[launch]") {
-  // Loopback addresses are this computer; 192.0.2.0/24 (TEST-NET-1) never is, and nothing
-  // is sent anywhere: the interfaces' addresses are only listed.
-  const IpConfig loop = parse_ip_config("127.0.0.1 30050\n127.0.0.2 30050\n::1 30060\n", "ip");
-  CHECK(local_machine_count(loop) == 3);
-  const IpConfig mixed = parse_ip_config("127.0.0.1 30050\n192.0.2.7 30050\n", "ip");
-  CHECK(local_machine_count(mixed) == 1);
-  CHECK(is_local_address("127.0.0.1"));
-  CHECK_FALSE(is_local_address("192.0.2.7"));
-}
-
-}  // namespace test_integration_launch
+}  // namespace test_runtime_launcher
