@@ -10,6 +10,7 @@
 #include "distgraph/distributed/dist_embedding.hpp"
 #include "distgraph/distributed/dist_tensor.hpp"
 #include "distgraph/distributed/node_split.hpp"
+#include "distgraph/distributed/remote_traffic.hpp"
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/io/synthetic.hpp"
@@ -115,6 +116,35 @@ TEST_CASE("remote_traffic counts the rows and bytes pulled from other machines o
     CHECK(client->remote_traffic().rows == remote);
     CHECK(client->remote_traffic().bytes == remote * row_bytes);
   }
+}
+
+TEST_CASE("a TrafficScope counts what its own thread pulls, the innermost scope only", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  const auto client = cluster.client<RangePartitionBook>();  // no machine: every row remote
+  const auto feat = DistTensor<float, Client>::open(client, node_data_name("feat"), RowKind::node);
+  const auto ids = shuffled_ids(f.data.num_nodes, 5);
+  const auto n = static_cast<std::int64_t>(ids.size());
+  const auto row_bytes = static_cast<std::int64_t>(f.data.feat_dim * sizeof(float));
+  RemoteTraffic outer, inner;
+  {
+    const TrafficScope o(outer);
+    {
+      const TrafficScope i(inner);
+      (void)feat.pull(ids);
+      // Another thread's pulls go to its own scopes (none here), not to this thread's.
+      std::thread other([&] { (void)feat.pull(ids); });
+      other.join();
+    }
+    (void)feat.pull(std::span(ids).first(7));
+  }
+  (void)feat.pull(ids);  // no scope left
+  CHECK(inner.rows == n);
+  CHECK(inner.bytes == n * row_bytes);
+  CHECK(outer.rows == 7);
+  CHECK(outer.bytes == 7 * row_bytes);
+  CHECK(inner.cached_rows == 0);
+  CHECK(client->remote_traffic().rows == 3 * n + 7);  // the client's totals count them all
 }
 
 TEST_CASE("push replaces rows on their owners and push_add accumulates duplicates", "[dist]") {

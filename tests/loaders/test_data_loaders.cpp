@@ -2,7 +2,12 @@
 // determinism across prefetch threads and epochs, abandoned epochs, errors, exclusion.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string>
@@ -67,11 +72,11 @@ void check_blocks(const G& g, const std::vector<Block>& blocks,
   }
 }
 
-/// A DistGraph whose sampling throws for any batch holding node `poison`: a producer
-/// failure at a known batch.
-struct FaultyGraph {
+/// A DistGraph that calls `before_sample(seeds, key)` before each sampling call: a test's
+/// window into the loader's threads (it may throw, as a failing server would).
+struct HookedGraph {
   StandaloneGraph g;
-  std::int64_t poison;
+  std::function<void(std::span<const std::int64_t>, const SampleKey&)> before_sample;
   template <class V>
   using tensor_type = StandaloneGraph::tensor_type<V>;
   std::int64_t num_nodes() const { return g.num_nodes(); }
@@ -81,12 +86,37 @@ struct FaultyGraph {
   }
   Frontier sample_neighbors(std::span<const std::int64_t> seeds, std::int64_t fanout,
                             const SampleKey& key, const SamplerSpec& spec) const {
-    if (std::find(seeds.begin(), seeds.end(), poison) != seeds.end())
-      throw TimeoutError("server 1: no reply to sample_neighbors for batch " +
-                         std::to_string(key.batch));
+    before_sample(seeds, key);
     return g.sample_neighbors(seeds, fanout, key, spec);
   }
 };
+
+/// A graph whose sampling throws for any batch holding node `poison`: a producer failure at
+/// a known batch.
+HookedGraph faulty_graph(StandaloneGraph g, std::int64_t poison) {
+  return {std::move(g), [poison](std::span<const std::int64_t> seeds, const SampleKey& key) {
+            if (std::find(seeds.begin(), seeds.end(), poison) != seeds.end())
+              throw TimeoutError("server 1: no reply to sample_neighbors for batch " +
+                                 std::to_string(key.batch));
+          }};
+}
+
+/// Which epochs' batches were sampled (SampleKey::epoch), so a test can wait for a batch
+/// of an epoch to be made.
+struct EpochWatch {
+  std::mutex mu;
+  std::condition_variable sampled;
+  std::set<std::int64_t> epochs;
+};
+HookedGraph watched_graph(StandaloneGraph g, std::shared_ptr<EpochWatch> watch) {
+  return {std::move(g), [watch](std::span<const std::int64_t>, const SampleKey& key) {
+            {
+              std::lock_guard lock(watch->mu);
+              watch->epochs.insert(key.epoch);
+            }
+            watch->sampled.notify_all();
+          }};
+}
 
 }  // namespace
 
@@ -207,6 +237,55 @@ TEST_CASE("node loader shuffles differ between epochs and ranks and repeat for t
   CHECK(seeds_of(whole_epoch(ordered, 3)) == train);
 }
 
+TEST_CASE("a loader prefetching across epochs makes the next epoch early and the same batches",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  const auto train = every(2, cluster.graph().num_nodes());
+  const LoaderOptions plain{.batch_size = 30, .seed = 5};
+  NodeDataLoader reference(cluster.graph(), train, {4, 6}, plain);
+  for (unsigned threads : {1u, 2u}) {
+    INFO("threads " << threads);
+    auto watch = std::make_shared<EpochWatch>();
+    LoaderOptions across = plain;
+    across.num_prefetch_threads = threads;
+    across.prefetch_depth = 3;
+    across.prefetch_next_epoch = true;
+    NodeDataLoader loader(watched_graph(cluster.graph(), watch), train, {4, 6}, across);
+    const auto same_as_reference = [&](const std::vector<NodeBatch>& got, std::int64_t epoch) {
+      const auto want = whole_epoch(reference, epoch);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].epoch == epoch);
+        REQUIRE(same_batch(got[i], want[i]));
+        // Its own fetch, wherever it was made: every feature and label row (the standalone
+        // client has no machine, so each row is remote).
+        const RemoteTraffic& t = got[i].timings.traffic;
+        CHECK(t.rows ==
+              static_cast<std::int64_t>(got[i].input_nodes.size() + got[i].output_nodes.size()));
+        CHECK(t.bytes == static_cast<std::int64_t>(got[i].features.size() * sizeof(float) +
+                                                   got[i].labels.size() * sizeof(std::int64_t)));
+      }
+    };
+    same_as_reference(whole_epoch(loader, 0), 0);
+    {
+      // Epoch 0 was read to its end and epoch 1 not begun: its batches are being made.
+      std::unique_lock lock(watch->mu);
+      REQUIRE(watch->sampled.wait_for(lock, std::chrono::seconds(30),
+                                      [&] { return watch->epochs.count(1) == 1; }));
+    }
+    same_as_reference(whole_epoch(loader, 1), 1);
+    same_as_reference(whole_epoch(loader, 2), 2);
+    // Not the epoch after: the prefetched batches of epoch 3 are dropped.
+    same_as_reference(whole_epoch(loader, 7), 7);
+    same_as_reference(whole_epoch(loader, 1), 1);
+    // Epoch 8 begun before epoch 7 was read to its end starts over.
+    loader.begin_epoch(7);
+    REQUIRE(loader.next());
+    same_as_reference(whole_epoch(loader, 8), 8);
+  }
+}
+
 TEST_CASE("abandoning an epoch midway and destroying the loader stops its threads", "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
@@ -236,7 +315,7 @@ TEST_CASE("a producer's exception reaches the consumer at the batch where it hap
   for (unsigned threads : {0u, 1u, 2u}) {
     INFO("threads " << threads);
     // Unshuffled batches of 10: node 45 is in batch 4.
-    NodeDataLoader loader(FaultyGraph{cluster.graph(), 45}, train, {3},
+    NodeDataLoader loader(faulty_graph(cluster.graph(), 45), train, {3},
                           {.batch_size = 10, .shuffle = false, .num_prefetch_threads = threads});
     loader.begin_epoch(0);
     for (int b = 0; b < 4; ++b) {

@@ -20,6 +20,7 @@
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/trace.hpp"
+#include "distgraph/distributed/remote_traffic.hpp"
 #include "distgraph/distributed/row_cache.hpp"
 #include "distgraph/partition/concepts.hpp"
 #include "distgraph/server/ownership.hpp"
@@ -53,17 +54,6 @@ struct ClientOptions {
   /// reply over its frame limit (256 MiB by default), and one layer-wise inference batch
   /// through R-MAT hubs asked for 380 MB. Must be > 0.
   std::size_t max_pull_bytes = std::size_t{64} << 20;
-};
-
-/// Rows and bytes a client pulled from the servers of other machines than its own (all
-/// servers when it has no machine): what a network carries for it. Counted when the
-/// replies arrive; totals since the client was made. `cached_rows` / `cached_bytes`: rows
-/// of other machines the machine's row cache served instead (not in rows / bytes).
-struct RemoteTraffic {
-  std::int64_t rows = 0;
-  std::int64_t bytes = 0;
-  std::int64_t cached_rows = 0;
-  std::int64_t cached_bytes = 0;
 };
 
 /// The trainer side of the KV protocol over transport `T`, for a graph partitioned under
@@ -351,10 +341,14 @@ class KVClient {
       trace::Span span("read cache", "fetch");
       span.arg("rows", static_cast<std::int64_t>(hit_slots.size()));
       cache->read(hit_slots, hit_at, out);
-      traffic_->cached_rows.fetch_add(static_cast<std::int64_t>(hit_slots.size()),
-                                      std::memory_order_relaxed);
-      traffic_->cached_bytes.fetch_add(static_cast<std::int64_t>(hit_slots.size() * row_bytes),
-                                       std::memory_order_relaxed);
+      const auto rows = static_cast<std::int64_t>(hit_slots.size());
+      const auto bytes = static_cast<std::int64_t>(hit_slots.size() * row_bytes);
+      traffic_->cached_rows.fetch_add(rows, std::memory_order_relaxed);
+      traffic_->cached_bytes.fetch_add(bytes, std::memory_order_relaxed);
+      if (RemoteTraffic* sink = detail::traffic_sink) {
+        sink->cached_rows += rows;
+        sink->cached_bytes += bytes;
+      }
     }
     collect(calls, g, "pull '" + name + "'", [&](std::size_t k, const Reply& r) {
       const std::span<const std::size_t> at =
@@ -372,6 +366,10 @@ class KVClient {
       if (via_cache && g.parts[k] != layout_.machine_id) {
         traffic_->rows.fetch_add(static_cast<std::int64_t>(rows), std::memory_order_relaxed);
         traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
+        if (RemoteTraffic* sink = detail::traffic_sink) {
+          sink->rows += static_cast<std::int64_t>(rows);
+          sink->bytes += static_cast<std::int64_t>(want);
+        }
       }
     }, sent_ns);
   }

@@ -289,7 +289,10 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     trace::Span fetch_span("fetch", "loader");
     fetch_span.arg("batch", key.batch)
         .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
-    s.feat.pull(s.graph, mb.input_nodes, out);
+    {
+      const TrafficScope traffic(out.timings.traffic);
+      s.feat.pull(s.graph, mb.input_nodes, out);
+    }
     fetch_span.end();
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/distributed/remote_traffic.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "distgraph/server/protocol.hpp"
 
@@ -25,6 +26,13 @@ struct LoaderOptions {
   /// next(). Batch i is the same for any count.
   unsigned num_prefetch_threads = 0;
   std::int64_t prefetch_depth = 4;  ///< batches made or in the making ahead, >= 1
+  /// With prefetch threads: keep making batches across the end of an epoch, so that the
+  /// first batches of epoch e + 1 are made while the consumer still trains on epoch e's
+  /// last ones and begin_epoch(e + 1) finds them ready (without it, every epoch's first
+  /// batch is waited for). begin_epoch of any other epoch, or of e + 1 before epoch e was
+  /// read to its end, discards them. The batches are the same either way; the cost is at
+  /// most prefetch_depth batches made for an epoch that never begins.
+  bool prefetch_next_epoch = false;
   std::string feature =
       "feat";  ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
   std::string label = "label";      ///< int64 node data of the output nodes; "" = none
@@ -42,11 +50,13 @@ inline const SamplerSpec& layer_sampler(const LoaderOptions& o, std::int32_t lay
   return o.layer_samplers.empty() ? o.sampler : o.layer_samplers[static_cast<std::size_t>(layer)];
 }
 
-/// Where one batch's time went, in seconds.
+/// Where one batch's time went, in seconds, and what it fetched from other machines.
 struct BatchTimings {
   double sample_s = 0;  ///< sampling the blocks (and, for edges, find_edges and negatives)
   double fetch_s = 0;   ///< pulling features and labels
   double wait_s = 0;    ///< the consumer blocked in next() for it (0 when it was ready)
+  /// What its fetch pulled from other machines, and what the row cache served of them.
+  RemoteTraffic traffic{};
 };
 
 /// Rows of one node type's typed data for some of a batch's input nodes.

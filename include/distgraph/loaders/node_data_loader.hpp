@@ -176,8 +176,11 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
     trace::Span fetch_span("fetch", "loader");
     fetch_span.arg("batch", key.batch)
         .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
-    s.feat.pull(s.graph, mb.input_nodes, out);
-    if (s.label) out.labels = s.label->pull(mb.output_nodes);
+    {
+      const TrafficScope traffic(out.timings.traffic);
+      s.feat.pull(s.graph, mb.input_nodes, out);
+      if (s.label) out.labels = s.label->pull(mb.output_nodes);
+    }
     fetch_span.end();
     out.timings.fetch_s = clock.seconds();
     out.input_nodes = std::move(mb.input_nodes);

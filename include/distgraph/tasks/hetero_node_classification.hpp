@@ -247,6 +247,7 @@ RunResult train_hetero_node_classification(
                          .seed = o.seed,
                          .rank = rank,
                          .num_prefetch_threads = o.num_prefetch_threads,
+                         .prefetch_next_epoch = true,
                          .feature = o.feature,
                          .label = label};
   for (const auto& layer : resolved)
@@ -259,6 +260,7 @@ RunResult train_hetero_node_classification(
   LoaderOptions eval_lo = train_lo;
   eval_lo.batch_size = o.eval_batch_size;
   eval_lo.shuffle = false;
+  eval_lo.prefetch_next_epoch = false;  // evaluations are not every epoch
   eval_lo.layer_samplers.assign(
       o.fanouts.size(), PerRelationSampler::spec(std::vector<std::int64_t>(etypes.size(), -1)));
   auto eval_loader = [&](const std::vector<std::int64_t>& all) {
@@ -360,13 +362,13 @@ RunResult train_hetero_node_classification(
     EpochStats st;
     trainer.check_batch_count(train_loader.num_batches());
     trainer.model()->train();
-    const RemoteTraffic before = detail::remote_traffic_of(g);
     train_loader.begin_epoch(e);
     double loss_sum = 0, total = 0;
     detail::MetricAccumulator acc;
     while (auto batch = train_loader.next()) {
       st.sample_s += batch->timings.sample_s;
       st.fetch_s += batch->timings.fetch_s;
+      st.traffic += batch->timings.traffic;  // the epoch's own (the next one's may be early)
       Stopwatch clock;
       Forward f = forward(*batch, true);
       const torch::Tensor loss = torch::cross_entropy_loss(f.logits, f.labels);
@@ -384,9 +386,8 @@ RunResult train_hetero_node_classification(
       total += n;
       st.compute_s += clock.seconds();
     }
-    const RemoteTraffic after = detail::remote_traffic_of(g);
-    std::vector<double> sums{loss_sum, total, static_cast<double>(after.rows - before.rows),
-                             static_cast<double>(after.bytes - before.bytes)};
+    std::vector<double> sums{loss_sum, total, static_cast<double>(st.traffic.rows),
+                             static_cast<double>(st.traffic.bytes)};
     if (trainer.group())
       sums = all_reduce_sum(*trainer.group(), sums, trainer.collective_timeout());
     const EvalResult m = acc.reduce(trainer.group(), metric, trainer.collective_timeout());

@@ -153,6 +153,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
                          .seed = o.seed,
                          .rank = rank,
                          .num_prefetch_threads = o.num_prefetch_threads,
+                         .prefetch_next_epoch = true,
                          .feature = o.feature,
                          .label = ""};
   const EdgeLoaderOptions elo{.num_negatives = o.num_negatives,
@@ -167,6 +168,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
     if (mine.empty()) return detail::MaybeLoader<Loader>();
     LoaderOptions e = lo;
     e.shuffle = false;
+    e.prefetch_next_epoch = false;  // evaluations are not every epoch
     return detail::MaybeLoader<Loader>(Loader(g, mine, o.fanouts, e, elo));
   };
   auto val_loader = eval_loader(split.val);
@@ -213,11 +215,12 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
     trainer.check_batch_count(train_loader.num_batches());
     detail::MetricAccumulator acc;
     double loss_sum = 0, pairs = 0;
-    const RemoteTraffic before = detail::remote_traffic_of(g);
+    RemoteTraffic traffic;  // the epoch's batches' own (the next epoch's may be made early)
     train_loader.begin_epoch(e);
     while (auto b = train_loader.next()) {
       row.sample_s += b->timings.sample_s;
       row.fetch_s += b->timings.fetch_s;
+      traffic += b->timings.traffic;
       Stopwatch clock;
       const auto [pos, neg] = detail::pair_scores(trainer.forward(*b, true), *b);
       const torch::Tensor logits = torch::cat({pos, neg});
@@ -231,9 +234,8 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
       detail::add_pairs(acc, pos, neg);
       row.compute_s += clock.seconds() - reduce_s;
     }
-    const RemoteTraffic after = detail::remote_traffic_of(g);
-    std::vector<double> sums{loss_sum, pairs, static_cast<double>(after.rows - before.rows),
-                             static_cast<double>(after.bytes - before.bytes)};
+    std::vector<double> sums{loss_sum, pairs, static_cast<double>(traffic.rows),
+                             static_cast<double>(traffic.bytes)};
     if (group) sums = all_reduce_sum(*group, sums, o.collective_timeout);
     row.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
     row.remote_rows = static_cast<std::int64_t>(sums[2]);

@@ -483,6 +483,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                .seed = o.seed,
                                .rank = rank,
                                .num_prefetch_threads = o.num_prefetch_threads,
+                               .prefetch_next_epoch = true,
                                .feature = emb_dim > 0 ? std::string() : o.feature,
                                .label = o.label,
                                .sampler = SamplerSpec{o.sampler, {}}};
@@ -503,6 +504,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
     LoaderOptions lo = train_lo;
     lo.batch_size = o.eval_batch_size;
     lo.shuffle = false;
+    lo.prefetch_next_epoch = false;  // evaluations are not every epoch
     return detail::MaybeLoader<Loader>(Loader(g, mine, fanouts, lo));
   };
   const auto& val_fanouts = o.eval == EvalMode::sampled ? o.fanouts : full;
@@ -596,12 +598,12 @@ NodeClassificationResult train_node_classification(const Graph& g,
       break;
     }
     torch::manual_seed(detail::epoch_torch_seed(o.seed, e, rank));
-    const RemoteTraffic before = detail::remote_traffic_of(g);
     const EpochStats st = trainer.train_epoch(train_loader, e, metric);
-    const RemoteTraffic after = detail::remote_traffic_of(g);
-    std::vector<double> traffic{static_cast<double>(after.rows - before.rows),
-                                static_cast<double>(after.bytes - before.bytes),
-                                static_cast<double>(after.cached_rows - before.cached_rows)};
+    // The epoch's batches' own traffic: the loader makes the next epoch's first batches
+    // before this one ends, so a count between the epoch's ends would mix epochs.
+    std::vector<double> traffic{static_cast<double>(st.traffic.rows),
+                                static_cast<double>(st.traffic.bytes),
+                                static_cast<double>(st.traffic.cached_rows)};
     if (group) traffic = all_reduce_sum(*group, traffic, o.collective_timeout);
     metric = st.metric;
     EvalResult v{.metric = metric,

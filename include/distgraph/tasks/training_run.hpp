@@ -269,16 +269,6 @@ inline std::uint64_t epoch_torch_seed(std::uint64_t seed, std::int64_t epoch, st
   return (z ^ (z >> 31)) >> 1;  // torch::manual_seed keeps it as a signed value
 }
 
-/// What `g`'s client has pulled from other machines so far (nothing for graphs without a
-/// KV client).
-template <class Graph>
-RemoteTraffic remote_traffic_of(const Graph& g) {
-  if constexpr (requires { g.client().remote_traffic(); })
-    return g.client().remote_traffic();
-  else
-    return {};
-}
-
 }  // namespace detail
 
 }  // namespace distgraph

@@ -18,6 +18,7 @@
 #include "distgraph/core/timer.hpp"
 #include "distgraph/core/trace.hpp"
 #include "distgraph/distributed/dist_embedding.hpp"
+#include "distgraph/distributed/remote_traffic.hpp"
 #include "distgraph/nn/block_tensors.hpp"
 #include "distgraph/train/allreduce.hpp"
 #include "distgraph/train/concepts.hpp"
@@ -77,6 +78,9 @@ struct EpochStats {
   double copy_s = 0;       ///< batches to tensors on the device (host-to-device copies)
   double compute_s = 0;    ///< forward, backward, optimiser step
   double allreduce_s = 0;  ///< gradient all-reduce
+  /// What this trainer's batches fetched from other machines (BatchTimings::traffic,
+  /// summed), whenever they were made.
+  RemoteTraffic traffic{};
 };
 
 /// An evaluation over all trainers' shares of a node set.
@@ -233,6 +237,7 @@ class Trainer {
       st.sample_s += batch->timings.sample_s;
       st.fetch_s += batch->timings.fetch_s;
       st.wait_s += batch->timings.wait_s;
+      if constexpr (requires { batch->timings.traffic; }) st.traffic += batch->timings.traffic;
       Stopwatch clock;
       trace::Span copy_span("copy");
       const torch::Tensor x = inputs_of(*batch, /*learn=*/true);

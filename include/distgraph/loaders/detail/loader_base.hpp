@@ -2,8 +2,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,23 +43,38 @@ class LoaderBase {
 
   /// Starts epoch `epoch` (any integer; an epoch revisited gives the same batches),
   /// abandoning the current one: its prefetch threads finish the batch in hand and are
-  /// joined first. Then starts this epoch's threads.
+  /// joined first. Then starts this epoch's threads. With options().prefetch_next_epoch,
+  /// epoch e + 1 after epoch e was read to its end keeps the threads, which are already
+  /// making its first batches.
   void begin_epoch(std::int64_t epoch) {
+    const std::int64_t batches = num_batches();
+    if (prefetcher_ && across_ && left_ == 0 && epoch == epoch_ + 1) {
+      epoch_ = epoch;
+      left_ = batches;
+      return;
+    }
     prefetcher_.reset();
     const LoaderOptions& o = state_->options;
-    auto order = std::make_shared<const std::vector<std::int64_t>>(
-        epoch_order(state_->ids, o.shuffle, o.seed, epoch, o.rank));
+    epoch_ = epoch;
+    left_ = batches;
+    across_ = o.prefetch_next_epoch && o.num_prefetch_threads > 0 && batches > 0;
+    // Across epochs the threads' sequence has no end: item i is batch i % batches of
+    // epoch `epoch + i / batches`; the prefetch window still bounds how far they run.
+    const std::int64_t items = across_ ? std::numeric_limits<std::int64_t>::max() : batches;
+    auto orders = std::make_shared<EpochOrders>();
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(
-        num_batches(), o.num_prefetch_threads, o.prefetch_depth,
-        [state = state_, make = make_, order, epoch](std::int64_t b) {
+        items, o.num_prefetch_threads, o.prefetch_depth,
+        [state = state_, make = make_, orders, epoch, batches](std::int64_t i) {
           const LoaderOptions& opt = state->options;
+          const std::int64_t e = epoch + i / batches, b = i % batches;
+          const auto order = orders->of(*state, e);
           const auto begin = static_cast<std::size_t>(b * opt.batch_size);
           const auto end =
               std::min(order->size(), begin + static_cast<std::size_t>(opt.batch_size));
-          const SampleKey key{.seed = opt.seed, .epoch = epoch, .rank = opt.rank, .batch = b};
+          const SampleKey key{.seed = opt.seed, .epoch = e, .rank = opt.rank, .batch = b};
           Batch out =
               make(*state, std::span<const std::int64_t>(*order).subspan(begin, end - begin), key);
-          out.epoch = epoch;
+          out.epoch = e;
           out.index = b;
           return out;
         });
@@ -69,6 +87,8 @@ class LoaderBase {
   std::optional<Batch> next() {
     if (!prefetcher_)
       throw InvalidArgument(who_ + "::next: no epoch begun; call begin_epoch first");
+    if (left_ == 0) return std::nullopt;
+    --left_;  // before: a batch that throws is passed over
     double wait_s = 0;
     std::optional<Batch> b = prefetcher_->next(wait_s);
     if (b) b->timings.wait_s = wait_s;
@@ -94,7 +114,32 @@ class LoaderBase {
   std::shared_ptr<const State> state_;
   make_type make_;
   std::string who_;
+  /// The seed order of the epochs the prefetch threads are in (at most two at a time,
+  /// around an epoch's end), made once per epoch.
+  class EpochOrders {
+   public:
+    std::shared_ptr<const std::vector<std::int64_t>> of(const State& s, std::int64_t epoch) {
+      std::lock_guard lock(mu_);
+      for (auto& [e, order] : kept_)
+        if (order && e == epoch) return order;
+      const LoaderOptions& o = s.options;
+      auto made = std::make_shared<const std::vector<std::int64_t>>(
+          epoch_order(s.ids, o.shuffle, o.seed, epoch, o.rank));
+      kept_[next_++ % kept_.size()] = {epoch, made};
+      return made;
+    }
+
+   private:
+    std::mutex mu_;
+    std::array<std::pair<std::int64_t, std::shared_ptr<const std::vector<std::int64_t>>>, 2>
+        kept_{};
+    std::size_t next_ = 0;
+  };
+
   std::unique_ptr<Prefetcher<Batch>> prefetcher_;
+  std::int64_t epoch_ = 0;  ///< the epoch begun last
+  std::int64_t left_ = 0;   ///< its batches not yet handed out
+  bool across_ = false;     ///< the prefetcher runs on into the following epochs
 };
 
 }  // namespace distgraph::detail
