@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -336,6 +337,25 @@ TEST_CASE("distgraph train --sampler labor reaches the launched trainers and lea
   CHECK(result["test"].get<double>() > 0.9);
 }
 
+TEST_CASE("distgraph train --no-tls or DISTGRAPH_NO_TLS=1 puts the whole loopback job in clear",
+          "[train][integration]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  // Every process must speak one mode: the launcher's own shutdown request once spoke TLS
+  // to servers that had read DISTGRAPH_NO_TLS=1, failed, and left them to a late signal.
+  const auto check_clean = [](const Run& r) {
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("shutdown request failed") == std::string::npos);
+    CHECK(r.output.find("without TLS") == std::string::npos);  // no mode mismatch named
+  };
+  check_clean(train({"--no-tls", "--epochs", "2", "--out", (tmp.path() / "flag").string()}));
+  ::setenv("DISTGRAPH_NO_TLS", "1", 1);
+  const Run by_env = train({"--epochs", "2", "--out", (tmp.path() / "env").string()});
+  ::unsetenv("DISTGRAPH_NO_TLS");
+  check_clean(by_env);
+}
+
 TEST_CASE("distgraph train --standalone --json prints a line per epoch and the result",
           "[train][integration]") {
   REQUIRE_TRAIN();
@@ -529,6 +549,9 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   // More than the machine's memory cannot be a cache in its shared memory.
   check_one_line_error(train({"--cache-mb", "1000000000", "--out", o}), 2, "--cache-mb");
   check_one_line_error(train({"--cache-policy", "lru", "--out", o}), 2, "--cache-policy 'lru'");
+  check_one_line_error(train({"--standalone", "--no-tls", "--out", o}), 2, "--standalone has none");
+  check_one_line_error(train({"--no-tls", "--tls-cert", "c.pem", "--out", o}), 2,
+                       "--no-tls with TLS certificates");
   check_one_line_error(train({"--model", "gin", "--out", o}), 2, "--model 'gin'");
   check_one_line_error(train({"--model", "gat", "--heads", "5", "--out", o}), 2,
                        "--heads 5 does not divide --hidden 64");

@@ -37,6 +37,7 @@
 #include "distgraph/train/threads.hpp"
 #include "infer_output.hpp"
 #include "run_command.hpp"
+#include "tls_flags.hpp"
 #include "typed_dataset_input.hpp"
 
 namespace distgraph::cli {
@@ -54,7 +55,8 @@ constexpr const char* usage =
     "                [--metric auto|accuracy|roc_auc] [--device cpu|cuda]\n"
     "                [--cache-mb M] [--cache-policy presample|halo]\n"
     "                [--eval full|sampled] [--eval-every K] [--save-embeddings]\n"
-    "                [--out DIR] [--resume] [--json]\n"
+    "                [--out DIR] [--resume] [--json] [--trace FILE]\n"
+    "                [--no-tls | --tls-cert F --tls-key F --tls-ca F]\n"
     "  typed graphs:  [--target-ntype T] [--model rgcn|hsage] [--relation-fanouts R=F,...]\n"
     "                 [--num-bases B] [--combine sum|mean]";
 
@@ -569,6 +571,7 @@ int run_train(std::vector<std::string> argv) {
               "forward, backward, all-reduce, requests served) to this Chrome trace-event "
               "file, for Perfetto or chrome://tracing")
       .flag("json", "print one JSON line per epoch and the result object at the end");
+  add_tls_flags(args);  // the loopback cluster's connections (default: TLS, PSK)
   args.parse(1);
   if (args.help()) {
     args.print_help(usage);
@@ -584,6 +587,12 @@ int run_train(std::vector<std::string> argv) {
   const auto trainers = static_cast<std::int32_t>(args.get_int("trainers", 1, 1, 1024));
   if (standalone && (args.has("servers") || args.has("trainers")))
     throw UsageError("train: --servers and --trainers need a distributed run (drop --standalone)");
+  if (standalone &&
+      (args.has("no-tls") || args.has("tls-cert") || args.has("tls-key") || args.has("tls-ca")))
+    throw UsageError(
+        "train: --no-tls and --tls-* set up servers' connections; --standalone has "
+        "none (drop them or --standalone)");
+  const TlsOptions tls = standalone ? TlsOptions{} : tls_from_flags(args);
   const fs::path out = recipe.out;
   if (recipe.resume && !fs::exists(out / "checkpoint.pt"))
     throw CheckpointError((out / "checkpoint.pt").string(), "not found (nothing to resume from)");
@@ -640,6 +649,7 @@ int run_train(std::vector<std::string> argv) {
 
   // A loopback cluster: machine i on 127.0.0.1 serves partition i.
   LaunchOptions lo = loopback_launch(out, config, num_parts, servers, trainers);
+  lo.tls = tls;  // the flags over the environment's: every process speaks the same mode
   lo.checkpoint_dir = out / "server-checkpoints";       // each server saves its own rows there
   lo.report = out / "processes.json";                   // each process's time and peak RSS
   if (const auto t = args.get("trace")) lo.trace = fs::absolute(*t);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/runtime/environment.hpp"
 #include "distgraph/runtime/launcher.hpp"
 
 namespace distgraph {
@@ -64,7 +65,9 @@ inline void write_secret(const std::filesystem::path& path) {
 
 /// Writes `dir`/ip_config.txt (machine i = partition i on 127.0.0.1, `servers` ports each)
 /// and `dir`/secret, and returns launch options naming them with `part_config`, `servers`
-/// and `trainers` per machine; the caller adds the programs. Throws IoError.
+/// and `trainers` per machine, and the environment's TLS settings (read_tls_environment:
+/// TLS with a key from the secret unless DISTGRAPH_NO_TLS=1); the caller adds the
+/// programs. Throws IoError, InvalidArgument for a malformed TLS variable.
 inline LaunchOptions loopback_launch(const std::filesystem::path& dir,
                                      const std::filesystem::path& part_config,
                                      std::int64_t machines, std::int32_t servers,
@@ -82,6 +85,9 @@ inline LaunchOptions loopback_launch(const std::filesystem::path& dir,
     if (!f.flush()) throw IoError(lo.ip_config.string(), "cannot write");
   }
   write_secret(lo.secret_file);
+  // DISTGRAPH_NO_TLS and DISTGRAPH_TLS_*, which the processes inherit, hold for the
+  // launcher's own connections too (else its shutdown would speak another mode).
+  lo.tls = read_tls_environment();
   lo.part_config = part_config;
   lo.servers = servers;
   lo.trainers = trainers;
