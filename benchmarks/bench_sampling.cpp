@@ -37,6 +37,12 @@
 //                           batches (their IDs mapped to the METIS partition's). The servers
 //                           are asked to shut down and are reaped at the end (killed and
 //                           reaped if the figure fails). Needs the distgraph CLI target.
+//   loader_dist_2procs      loader_dist_t2_procs's twin as DGL's `dist2` runs it: the same
+//                           servers, 2 trainer processes (this one and a copy of this program
+//                           started with --loader-trainer), one per machine and co-located
+//                           with it, 1 prefetch thread each, each with the seeds its partition
+//                           owns; both start on one signal (a FIFO). Value: both trainers'
+//                           batches of an epoch over the slower one's wall time, best epoch.
 //   labor_input_nodes_ratio  LaborSampler's distinct input nodes over UniformSampler's for
 //                           the same two-layer [10, 25] MultiLayerNeighborSampler batches
 //                           on the whole graph (L batches of N seeds, the first L seed
@@ -49,18 +55,25 @@
 //                           whole rows, O(degree), where uniform draws O(fanout)).
 // To add a figure: write `void name(Bench&)` that calls bench.rep.add(...) and append it
 // to `figures` in main(); `--figure a,b` runs only those (sharing the graph and partitions).
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -260,19 +273,20 @@ using DistLoaderGraph =
 constexpr std::int64_t loader_seed = 1;
 const std::vector<std::int64_t> loader_fanouts{10, 25};
 
-/// The DistGraph of a trainer co-located with partition 0 of `config` (2 machines, one
-/// server each at `endpoints`), reading its machine's rows from the storage in `storage`.
+/// The DistGraph of a trainer co-located with partition `machine` of `config` (2 machines,
+/// one server each at `endpoints`), reading its machine's rows from the storage in `storage`.
 DistLoaderGraph colocated_trainer(const std::filesystem::path& config,
                                   std::vector<distgraph::Endpoint> endpoints,
-                                  const std::filesystem::path& storage) {
-  auto part0 = std::make_shared<const distgraph::Partition>(distgraph::load_partition(config, 0));
+                                  const std::filesystem::path& storage, std::int32_t machine = 0) {
+  auto part =
+      std::make_shared<const distgraph::Partition>(distgraph::load_partition(config, machine));
   auto client = std::make_shared<DistLoaderGraph::client_type>(
       std::make_shared<distgraph::AsioTransport>(std::move(endpoints)),
-      (*part0->book.get_if<distgraph::RangePartitionBook>()),
+      (*part->book.get_if<distgraph::RangePartitionBook>()),
       distgraph::ClusterLayout{
-          .num_machines = 2, .servers_per_machine = 1, .machine_id = 0, .num_trainers = 1},
+          .num_machines = 2, .servers_per_machine = 1, .machine_id = machine, .num_trainers = 1},
       std::make_shared<MmapStorage>(MmapStorage::attach(storage)));
-  return DistLoaderGraph(std::move(client), std::move(part0));
+  return DistLoaderGraph(std::move(client), std::move(part));
 }
 
 /// 2 GraphServers over MmapStorage folders (as `distgraph serve` runs them), each behind an
@@ -621,9 +635,157 @@ void loader_procs_figure(Bench& b, const std::string& name, unsigned threads) {
 void loader_dist_t1_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t1_procs", 1); }
 void loader_dist_t2_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t2_procs", 2); }
 
+/// One trainer's loader epochs (epoch -1 first, to warm up), each timed: wall seconds and
+/// batches.
+std::vector<std::pair<double, std::int64_t>> timed_loader_epochs(
+    DistLoaderGraph graph, const std::vector<std::int64_t>& seeds, std::int64_t rank,
+    std::int64_t batch_size, int epochs, int go_fd) {
+  distgraph::NodeDataLoader loader(std::move(graph), seeds, loader_fanouts,
+                                   {.batch_size = batch_size,
+                                    .seed = loader_seed,
+                                    .rank = rank,
+                                    .num_prefetch_threads = 1,
+                                    .prefetch_depth = 2});
+  if (go_fd >= 0) {  // wait for the other trainer's start (the parent writes one byte)
+    pollfd p{go_fd, POLLIN, 0};
+    char c = 0;
+    if (::poll(&p, 1, 300'000) != 1 || ::read(go_fd, &c, 1) != 1)
+      throw std::runtime_error("bench_sampling: no start signal within 300 s");
+  }
+  std::vector<std::pair<double, std::int64_t>> out;
+  for (int e = -1; e < epochs; ++e) {
+    distgraph::Stopwatch clock;
+    std::int64_t batches = 0;
+    for (const distgraph::NodeBatch& b : loader.epoch(e)) batches += b.blocks.empty() ? 0 : 1;
+    out.emplace_back(clock.seconds(), batches);
+  }
+  return out;
+}
+
+/// `bench_sampling --loader-trainer FILE`: the second trainer of loader_dist_2procs, on the
+/// machine and seeds FILE (JSON) names. Prints "ready", waits for the start byte on the
+/// FIFO FILE names, then one JSON line per epoch.
+int loader_trainer_role(const std::string& file) {
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  const auto machine = j["machine"].get<std::int32_t>();
+  const auto ip = distgraph::read_ip_config(j["ip_config"].get<std::string>(), 1);
+  const int go = ::open(j["fifo"].get<std::string>().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (go < 0) throw std::runtime_error("bench_sampling: cannot open the start FIFO");
+  std::printf("ready\n");
+  std::fflush(stdout);
+  const auto epochs =
+      timed_loader_epochs(colocated_trainer(j["config"].get<std::string>(), ip.all_servers(1),
+                                            j["storage"].get<std::string>(), machine),
+                          j["seeds"].get<std::vector<std::int64_t>>(), machine,
+                          j["batch_size"].get<std::int64_t>(), j["epochs"].get<int>(), go);
+  ::close(go);
+  for (std::size_t e = 0; e < epochs.size(); ++e)
+    std::printf("%s\n", nlohmann::json{{"epoch", static_cast<int>(e) - 1},
+                                       {"wall_s", epochs[e].first},
+                                       {"batches", epochs[e].second}}
+                            .dump()
+                            .c_str());
+  return 0;
+}
+
+/// loader_dist_t2_procs's twin as DGL's `dist2` runs it: 2 trainer processes, one per
+/// machine and co-located with it, each with 1 prefetch thread and the seeds its partition
+/// owns, started together; batches/s of both together (per epoch: all batches over the
+/// slower trainer's wall time, best epoch).
+void loader_dist_2procs(Bench& b) {
+  using namespace std::chrono_literals;
+  if (std::string(DISTGRAPH_CLI).empty()) {
+    b.rep.note("loader_dist_2procs: skipped (built without the distgraph CLI target)");
+    return;
+  }
+  LoaderData& d = loader_data(b);
+  if (!d.procs) d.procs = std::make_unique<ServeProcesses>(b, d);
+  ServeProcesses& sp = *d.procs;
+  const auto& book = sp.graph->book();
+  std::vector<std::int32_t> owner(sp.train.size());
+  book.node_partition(sp.train, owner);
+  std::vector<std::vector<std::int64_t>> seeds(2);
+  for (std::size_t i = 0; i < owner.size(); ++i)
+    seeds[static_cast<std::size_t>(owner[i])].push_back(sp.train[i]);
+  const auto fifo = sp.tmp.path / "go";
+  if (::mkfifo(fifo.c_str(), 0600) != 0 && errno != EEXIST)
+    throw std::runtime_error("bench_sampling: mkfifo " + fifo.string() + " failed");
+  const auto role = sp.tmp.path / "trainer1.json";
+  std::ofstream(role) << nlohmann::json{
+      {"machine", 1},
+      {"config", sp.config.string()},
+      {"ip_config", (sp.tmp.path / "ip_config.txt").string()},
+      {"storage", sp.storage[1].string()},
+      {"fifo", fifo.string()},
+      {"seeds", seeds[1]},
+      {"batch_size", b.args.batch_size},
+      {"epochs",
+       b.args.loader_epochs}}.dump();
+  char self[4096];
+  const auto n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw std::runtime_error("bench_sampling: cannot find its own program");
+  self[n] = '\0';
+  distgraph::test::ChildProcess other({self, "--loader-trainer", role.string()});
+  if (!other.wait_for_line("ready", 300s))
+    throw std::runtime_error("bench_sampling: the second trainer did not start:\n" +
+                             other.output());
+  {
+    const int go = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (go < 0 || ::write(go, "g", 1) != 1)
+      throw std::runtime_error("bench_sampling: cannot start the second trainer");
+    ::close(go);
+  }
+  const auto mine =
+      timed_loader_epochs(*sp.graph, seeds[0], 0, b.args.batch_size, b.args.loader_epochs, -1);
+  const auto status = other.wait(300s);
+  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
+    throw std::runtime_error("bench_sampling: the second trainer failed:\n" + other.output());
+  std::vector<std::pair<double, std::int64_t>> theirs;
+  std::istringstream lines(other.output());
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() == '{') {
+      const auto j = nlohmann::json::parse(line);
+      theirs.emplace_back(j["wall_s"].get<double>(), j["batches"].get<std::int64_t>());
+    }
+  if (theirs.size() != mine.size())
+    throw std::runtime_error("bench_sampling: the second trainer reported " +
+                             std::to_string(theirs.size()) + " epochs, expected " +
+                             std::to_string(mine.size()));
+  double best = 0;
+  nlohmann::json walls = nlohmann::json::array();
+  for (std::size_t e = 1; e < mine.size(); ++e) {  // 0 is the warm-up
+    const double wall = std::max(mine[e].first, theirs[e].first);
+    best = std::max(best, static_cast<double>(mine[e].second + theirs[e].second) / wall);
+    walls.push_back({mine[e].first, theirs[e].first});
+  }
+  nlohmann::json params = b.params;
+  params["mode"] = "dist (2 `distgraph serve` processes, 2 trainer processes, loopback)";
+  params["trainers"] = 2;
+  params["prefetch_threads_per_trainer"] = 1;
+  params["partitions"] = "2, metis";
+  params["seeds_per_trainer"] = {seeds[0].size(), seeds[1].size()};
+  params["batches_per_epoch"] = {mine.back().second, theirs.back().second};
+  params["wall_s_per_epoch"] = walls;
+  b.rep.add(Figure{.figure = "loader_dist_2procs",
+                   .value = best,
+                   .unit = "batches/s",
+                   .bound = d.bound,
+                   .bound_name = "in_memory_blocks+gather",
+                   .params = params});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--loader-trainer") {  // loader_dist_2procs's
+    try {
+      return loader_trainer_role(argv[2]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_sampling --loader-trainer: %s\n", e.what());
+      return 1;
+    }
+  }
   Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_sampling")};
   const Args& args = bench.args;
   const std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
@@ -635,6 +797,7 @@ int main(int argc, char** argv) {
       {"loader_dist_t2", loader_dist_t2},
       {"loader_dist_t1_procs", loader_dist_t1_procs},
       {"loader_dist_t2_procs", loader_dist_t2_procs},
+      {"loader_dist_2procs", loader_dist_2procs},
   };
   std::vector<std::string> chosen;  // empty = every figure
   for (std::size_t at = 0; !args.figure.empty() && at <= args.figure.size();) {

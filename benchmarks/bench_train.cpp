@@ -29,7 +29,17 @@
 //                          --out RUN`: 2 loopback machines, each 1 server + 1 trainer (the
 //                          defaults), gloo all-reduce; epoch_s is trainer 0's, read from the
 //                          per-epoch JSON lines. Run with --cache-mb 0 (no row cache):
-//                          uniform sampling, float32 features, every remote row fetched.
+//                          uniform sampling, float32 features, every remote row fetched,
+//                          and --no-tls (as DGL, which has no TLS, and the testbed's plain).
+//   sage_epoch_dist_tls    the same as `distgraph train` runs by default: TLS 1.3 with a key
+//                          from the secret it writes (what encryption costs on loopback).
+//   sage_epoch_dist_cores  the plain epoch against the work no schedule avoids: both
+//                          trainers' forward, backward and Adam over their prebuilt batches
+//                          at once, a thread each (the slower one's wall time; two threads
+//                          on this shared VM do not run at the speed of one alone), plus
+//                          the making of every trainer's batches in this process (sampling,
+//                          rows, block tensors; timed alone) spread over the cores
+//                          (params.work, params.compute_side_by_side_s).
 //   sage_epoch_dist_cache / _labor / _bf16 / _all  the same run with issue 20's fetch-less
 //                          policies: a 256 MiB row cache per machine (--cache-mb 256), LABOR
 //                          sampling (--sampler labor), bfloat16 features (the same METIS
@@ -221,9 +231,11 @@ struct Prebuilt {
 
 /// Epoch `bound_epoch`'s batches of trainer `rank` of `world`, exactly as the recipe's
 /// training loader makes them (its share of the seeds, loader options and keys).
+/// `make_s` (if given) gets the seconds the loader took to make them in this process
+/// (sampling, feature and label rows, block tensors), one thread, no sockets.
 std::vector<Prebuilt> prebuilt_batches(const distgraph::StandaloneGraph& g,
                                        std::span<const std::int64_t> train_all, std::int32_t rank,
-                                       std::int32_t world) {
+                                       std::int32_t world, double* make_s = nullptr) {
   const distgraph::NodeClassificationOptions o;
   // The recipe's own share (balanced by in-degree across the trainers).
   const std::vector<std::int64_t> all(train_all.begin(), train_all.end());
@@ -238,6 +250,7 @@ std::vector<Prebuilt> prebuilt_batches(const distgraph::StandaloneGraph& g,
                                     .feature = o.feature,
                                     .label = o.label});
   std::vector<Prebuilt> out;
+  distgraph::Stopwatch clock;
   for (distgraph::NodeBatch& b : loader.epoch(bound_epoch)) {
     Prebuilt p;
     p.blocks = distgraph::block_tensors(std::move(b.blocks));
@@ -249,6 +262,7 @@ std::vector<Prebuilt> prebuilt_batches(const distgraph::StandaloneGraph& g,
                            torch::kLong);
     out.push_back(std::move(p));
   }
+  if (make_s != nullptr) *make_s = clock.seconds();
   return out;
 }
 
@@ -329,6 +343,53 @@ double forward_backward(const distgraph::NodeClassificationOptions& o,
     }
     if (device.is_cuda()) torch::cuda::synchronize();
     if (r >= 0) best = std::min(best, clock.seconds());
+  }
+  torch::set_num_threads(threads_before);
+  if (blas_before > 0) distgraph::set_blas_threads(blas_before);
+  return best;
+}
+
+/// Forward, backward and Adam over each trainer's `batches`, every trainer on a thread of
+/// its own and all at once (one intra-op and BLAS thread each): the wall time of the
+/// slowest, best of `runs`. What the trainers' compute takes side by side on this
+/// machine's cores, which a shared VM may not give at the speed of one alone.
+double side_by_side(const distgraph::NodeClassificationOptions& o,
+                    const std::vector<std::vector<Prebuilt>>& batches, std::int64_t in_feats,
+                    std::int64_t classes, int runs) {
+  const int threads_before = torch::get_num_threads(), blas_before = distgraph::blas_threads();
+  torch::set_num_threads(1);
+  if (blas_before > 0) distgraph::set_blas_threads(1);
+  struct Trainer {
+    distgraph::NodeModel model;
+    std::unique_ptr<torch::optim::Adam> adam;
+  };
+  std::vector<Trainer> trainers;
+  for (std::size_t t = 0; t < batches.size(); ++t) {
+    torch::manual_seed(0);
+    Trainer tr{distgraph::detail::make_node_model(o, in_feats, classes), nullptr};
+    tr.model->train();
+    tr.adam = std::make_unique<torch::optim::Adam>(
+        tr.model->parameters(), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+    trainers.push_back(std::move(tr));
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = -1; r < runs; ++r) {
+    std::vector<double> wall(batches.size());
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < batches.size(); ++t)
+      threads.emplace_back([&, t] {
+        distgraph::Stopwatch clock;
+        for (const Prebuilt& b : batches[t]) {
+          const auto loss =
+              torch::cross_entropy_loss(trainers[t].model->forward(b.blocks, b.x), b.y);
+          trainers[t].adam->zero_grad();
+          loss.backward();
+          trainers[t].adam->step();
+        }
+        wall[t] = clock.seconds();
+      });
+    for (auto& th : threads) th.join();
+    if (r >= 0) best = std::min(best, *std::max_element(wall.begin(), wall.end()));
   }
   torch::set_num_threads(threads_before);
   if (blas_before > 0) distgraph::set_blas_threads(blas_before);
@@ -529,7 +590,7 @@ struct DistVariant {
   const char* name;                ///< params' "variant"; the figure's suffix
   std::vector<std::string> flags;  ///< added to the command line
   bool bf16 = false;               ///< on the bfloat16 partition
-  bool secret = false;             ///< testbed: launched with a secret file (TLS with a PSK)
+  bool secret = false;  ///< TLS with a PSK (testbed: a secret file; loopback: no --no-tls)
 };
 const std::vector<DistVariant> dist_variants = {
     {"plain", {"--cache-mb", "0"}},
@@ -551,16 +612,34 @@ void epoch_dist(Bench& bench) {
   std::size_t num_batches = 0;
   nlohmann::json sizes;
   const torch::Device device = bench_device(bench.args);
+  // The work no schedule of the job avoids (CPU only): every trainer making its batches
+  // (timed alone, in this process) and their forward, backward and Adam steps side by side.
+  nlohmann::json work = nlohmann::json::array();
+  double make_all_s = 0, side_by_side_s = 0;
   {
     distgraph::StandaloneCluster<> cluster(bench.config);
     const distgraph::StandaloneGraph g = cluster.graph();
     const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
-    auto batches = prebuilt_batches(g, train_all, 0, trainers);
-    num_batches = batches.size();
-    sizes = batch_sizes(batches);
-    if (device.is_cuda()) h2d = copy_to_device(batches, device);
-    bound = forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
-                             bench.args.classes, threads, threads, bench.args.runs, device);
+    std::vector<std::vector<Prebuilt>> all;
+    for (std::int32_t r = 0; r < (device.is_cuda() ? 1 : trainers); ++r) {
+      double make_s = 0;
+      all.push_back(prebuilt_batches(g, train_all, r, trainers, &make_s));
+      auto& batches = all.back();
+      if (r == 0) {
+        num_batches = batches.size();
+        sizes = batch_sizes(batches);
+        if (device.is_cuda()) h2d = copy_to_device(batches, device);
+      }
+      const double compute =
+          forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
+                           bench.args.classes, threads, threads, bench.args.runs, device);
+      if (r == 0) bound = compute;
+      work.push_back({{"trainer", r}, {"make_batches_s", make_s}, {"compute_alone_s", compute}});
+      make_all_s += make_s;
+    }
+    if (!device.is_cuda())
+      side_by_side_s = side_by_side(bench_recipe(bench.args), all, bench.args.feat_dim,
+                                    bench.args.classes, bench.args.runs);
   }
   bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
                  std::to_string(bound) + " s on " + device.str() + ", " + std::to_string(threads) +
@@ -570,7 +649,13 @@ void epoch_dist(Bench& bench) {
       std::to_string(threads);
   const std::string base = on_device(bench.args, bench.args.model + "_epoch_dist");
   double plain_bytes = 0;
-  for (const DistVariant& v : dist_variants) {
+  // As DGL, which has no TLS, and as the testbed's plain runs: the connections in clear.
+  // Variant `tls` is plain as `distgraph train` runs by default (TLS 1.3, PSK from the
+  // secret it writes): what encryption costs on loopback, where nothing else limits.
+  std::vector<DistVariant> variants = dist_variants;
+  for (DistVariant& v : variants) v.flags.push_back("--no-tls");
+  variants.insert(variants.begin() + 1, {"tls", {"--cache-mb", "0"}, false, true});
+  for (const DistVariant& v : variants) {
     if (!bench.args.variants && std::string(v.name) != "plain") continue;
     const DistRun r = run_dist(bench, v.flags, v.bf16 ? bench.config_bf16 : bench.config);
     const auto [bytes, hit_rate] = mean_traffic(r.rows);
@@ -580,6 +665,7 @@ void epoch_dist(Bench& bench) {
     params["mode"] = "distributed (distgraph train, 2 loopback machines x (1 server + 1 trainer))";
     params["variant"] = v.name;
     params["flags"] = v.flags;
+    params["tls"] = v.secret ? "1.3 psk" : "off";
     params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
     params["trainer_threads"] = threads;
     params["device"] = device.str();
@@ -589,6 +675,23 @@ void epoch_dist(Bench& bench) {
     params["remote_bytes_per_epoch"] = bytes;
     params["cache_hit_rate"] = hit_rate;
     add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, bound, bound_name, params);
+    if (plain && !device.is_cuda()) {
+      // The same epoch against the trainers' compute side by side plus their batches'
+      // making spread over the cores: no epoch on this machine is shorter, whatever
+      // overlaps.
+      const double cores_bound = side_by_side_s + make_all_s / cores;
+      params["work"] = work;
+      params["compute_side_by_side_s"] = side_by_side_s;
+      params["cores"] = cores;
+      bench.rep.add(
+          Figure{.figure = base + "_cores",
+                 .value = mean_row(r.rows).epoch_s,
+                 .unit = "s",
+                 .bound = cores_bound,
+                 .bound_name = "all_trainers_work_over_" + std::to_string(cores) + "_cores",
+                 .kind = Kind::time,
+                 .params = params});
+    }
     if (!bench.args.variants) return;
     // Bytes: lower is better, so they are reported as a time-like figure against the plain
     // run's (ratio = plain / this).
@@ -626,7 +729,7 @@ void epoch_dist(Bench& bench) {
 /// (plain, traced, plain, traced) so that both see the same machine: what a timeline costs.
 void epoch_traced(Bench& bench) {
   const fs::path file = bench.dataset_dir.parent_path() / "trace.json";
-  const std::vector<std::string> plain_flags{"--cache-mb", "0"};
+  const std::vector<std::string> plain_flags{"--cache-mb", "0", "--no-tls"};
   std::vector<std::string> traced_flags = plain_flags;
   traced_flags.insert(traced_flags.end(), {"--trace", file.string()});
   std::vector<double> plain, traced;
