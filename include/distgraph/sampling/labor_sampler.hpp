@@ -1,16 +1,97 @@
 // LaborSampler: layer-neighbour (LABOR-0) sampling, one random variate per source node.
 #pragma once
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
 
 namespace distgraph {
+
+namespace detail {
+
+/// The 53 random bits behind global node `u`'s LABOR variate under stream `base`: output
+/// `u` of the SplitMix64 stream at `base` (variate = bits * 2^-53).
+constexpr std::uint64_t labor_bits(std::uint64_t base, std::int64_t u) noexcept {
+  return mix64(base + (static_cast<std::uint64_t>(u) + 1) * golden_gamma) >> 11;
+}
+
+/// LABOR's row scan: appends `begin + i` for every edge i < degree of the row whose source
+/// u (`row[i]`, mapped through `ids` unless it is null) has labor_bits(base, u) < limit.
+/// In row order.
+inline void labor_scan_scalar(const std::int64_t* row, const std::int64_t* ids, std::int64_t degree,
+                              std::uint64_t base, std::uint64_t limit, std::int64_t begin,
+                              std::vector<std::int64_t>& positions) {
+  constexpr std::int64_t ahead = 16;  // the neighbours' global IDs are random reads
+  for (std::int64_t i = 0; i < degree; ++i) {
+    if (ids != nullptr && i + ahead < degree) __builtin_prefetch(ids + row[i + ahead]);
+    const std::int64_t u = ids != nullptr ? ids[row[i]] : row[i];
+    if (labor_bits(base, u) < limit) positions.push_back(begin + i);
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DISTGRAPH_LABOR_AVX512 1
+/// labor_scan_scalar eight edges at a time with AVX-512 (64-bit multiplies need AVX512DQ):
+/// labor_bits in vector lanes, the same picks in the same order. The hub rows LABOR scans whole are
+/// most of its time (PERFORMANCE.md); the library is built for any x86-64, so this is chosen at run
+/// time.
+__attribute__((target("avx512f,avx512dq"))) inline void labor_scan_avx512(
+    const std::int64_t* row, const std::int64_t* ids, std::int64_t degree, std::uint64_t base,
+    std::uint64_t limit, std::int64_t begin, std::vector<std::int64_t>& positions) {
+  // GCC's vector extensions for the arithmetic (its _mm512 shift intrinsics trip
+  // -Wmaybe-uninitialized in GCC 12); intrinsics only for the gather and the compare.
+  using v8u = std::uint64_t __attribute__((vector_size(64)));
+  constexpr std::int64_t ahead = 32;
+  const v8u vlimit = v8u{} + limit;
+  std::int64_t i = 0;
+  for (; i + 8 <= degree; i += 8) {
+    if (ids != nullptr && i + ahead + 8 <= degree)
+      for (int k = 0; k < 8; ++k) __builtin_prefetch(ids + row[i + ahead + k]);
+    const __m512i local = _mm512_loadu_si512(row + i);
+    v8u u = reinterpret_cast<v8u>(
+        ids != nullptr ? _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), 0xFF, local, ids, 8)
+                       : local);
+    v8u z = base + (u + 1) * golden_gamma;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = (z ^ (z >> 31)) >> 11;
+    for (unsigned m = _mm512_cmplt_epu64_mask(reinterpret_cast<__m512i>(z),
+                                              reinterpret_cast<__m512i>(vlimit));
+         m != 0; m &= m - 1)
+      positions.push_back(begin + i + __builtin_ctz(m));
+  }
+  labor_scan_scalar(row + i, ids, degree - i, base, limit, begin + i, positions);
+}
+
+/// Whether this CPU runs labor_scan_avx512 (checked once).
+inline bool labor_avx512_available() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+#endif
+
+/// labor_scan_scalar, on AVX-512 where the CPU has it (rows of 32 edges or more).
+inline void labor_scan(const std::int64_t* row, const std::int64_t* ids, std::int64_t degree,
+                       std::uint64_t base, std::uint64_t limit, std::int64_t begin,
+                       std::vector<std::int64_t>& positions) {
+#if defined(DISTGRAPH_LABOR_AVX512)
+  if (degree >= 32 && labor_avx512_available())
+    return labor_scan_avx512(row, ids, degree, base, limit, begin, positions);
+#endif
+  labor_scan_scalar(row, ids, degree, base, limit, begin, positions);
+}
+
+}  // namespace detail
 
 /// Layer-neighbour sampling, LABOR-0 (Balin & Çatalyürek, "Layer-Neighbor Sampling —
 /// Defusing Neighborhood Explosion in GNNs", NeurIPS 2023; DGL's `sample_labors` with
@@ -81,14 +162,9 @@ class LaborSampler {
         // exact): an integer compare per edge. The neighbours' global IDs are random reads
         // into node_ids, fetched ahead of use.
         const auto limit = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
-        const std::int64_t* row = g.indices.data() + begin;
-        const std::int64_t* ids = g.node_ids.empty() ? nullptr : g.node_ids.data();
-        constexpr std::int64_t ahead = 16;
-        for (std::int64_t i = 0; i < degree; ++i) {
-          if (ids != nullptr && i + ahead < degree) __builtin_prefetch(ids + row[i + ahead]);
-          const std::int64_t u = ids != nullptr ? ids[row[i]] : row[i];
-          if (bits_at(base, u) < limit) picks.positions.push_back(begin + i);
-        }
+        detail::labor_scan(g.indices.data() + begin,
+                           g.node_ids.empty() ? nullptr : g.node_ids.data(), degree, base, limit,
+                           begin, picks.positions);
       }
       picks.counts.push_back(static_cast<std::int64_t>(picks.positions.size() - before));
     }
@@ -102,8 +178,7 @@ class LaborSampler {
   }
   /// The 53 random bits behind node `node`'s variate: variate = bits * 2^-53.
   static constexpr std::uint64_t bits_at(std::uint64_t base, std::int64_t node) noexcept {
-    return detail::mix64(base + (static_cast<std::uint64_t>(node) + 1) * detail::golden_gamma) >>
-           11;
+    return detail::labor_bits(base, node);
   }
   static constexpr double variate_at(std::uint64_t base, std::int64_t node) noexcept {
     return static_cast<double>(bits_at(base, node)) * 0x1.0p-53;
