@@ -370,7 +370,10 @@ RunResult train_hetero_node_classification(
       st.fetch_s += batch->timings.fetch_s;
       st.traffic += batch->timings.traffic;  // the epoch's own (the next one's may be early)
       Stopwatch clock;
-      Forward f = forward(*batch, true);
+      Forward f = [&] {
+        const TrafficScope traffic(st.traffic);  // featureless types' learned rows
+        return forward(*batch, true);
+      }();
       const torch::Tensor loss = torch::cross_entropy_loss(f.logits, f.labels);
       st.allreduce_s += trainer.step(loss);
       for (std::size_t k = 0; k < f.emb_ids.size(); ++k) {

@@ -79,7 +79,7 @@ struct EpochStats {
   double compute_s = 0;    ///< forward, backward, optimiser step
   double allreduce_s = 0;  ///< gradient all-reduce
   /// What this trainer's batches fetched from other machines (BatchTimings::traffic,
-  /// summed), whenever they were made.
+  /// summed, whenever they were made), and the learned input rows it pulled for them.
   RemoteTraffic traffic{};
 };
 
@@ -240,7 +240,11 @@ class Trainer {
       if constexpr (requires { batch->timings.traffic; }) st.traffic += batch->timings.traffic;
       Stopwatch clock;
       trace::Span copy_span("copy");
-      const torch::Tensor x = inputs_of(*batch, /*learn=*/true);
+      // Learned input rows are pulled here, not in the loader: their traffic is the epoch's.
+      const torch::Tensor x = [&] {
+        const TrafficScope traffic(st.traffic);
+        return inputs_of(*batch, /*learn=*/true);
+      }();
       const torch::Tensor y = labels_of(*batch);
       // The blocks' copies are pageable, so they return only once the stream has also
       // finished the features' asynchronous copy queued before them: this is the whole
