@@ -437,6 +437,23 @@ TEST_CASE("learned node embeddings replace features, on the servers, which save 
   // Inputs carry no class information at first (uniform random rows); what the model
   // learns comes through the graph, whose edges mostly stay inside a class.
   CHECK(result["test"].get<double>() > 0.8);
+  // The epoch's remote traffic counts the other machine's embedding rows the trainers
+  // pulled (32 floats each), not only the labels the loaders fetched (8 bytes each).
+  std::ifstream csv(dist / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);
+  int epochs = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::istringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    REQUIRE(cells.size() == 14);
+    const auto remote_rows = std::stoll(cells[9]), remote_bytes = std::stoll(cells[10]);
+    INFO("epoch " << cells[0] << ": " << remote_rows << " rows, " << remote_bytes << " bytes");
+    CHECK(remote_bytes > 8 * remote_rows);
+    ++epochs;
+  }
+  CHECK(epochs == 50);
   // Each server saved its own rows: one tag (the latest epoch's), one folder per
   // partition, the rows and SparseAdam's state in it; older epochs' tags are gone.
   const auto tags = saved_tags(dist);
