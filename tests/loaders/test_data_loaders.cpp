@@ -283,6 +283,17 @@ TEST_CASE("a loader prefetching across epochs makes the next epoch early and the
     loader.begin_epoch(7);
     REQUIRE(loader.next());
     same_as_reference(whole_epoch(loader, 8), 8);
+    // With the last epoch known, no batch past it is made (its threads are joined when
+    // the loader goes, so every batch they began has been sampled by then).
+    auto fenced_watch = std::make_shared<EpochWatch>();
+    LoaderOptions fenced = across;
+    fenced.last_epoch = 1;
+    {
+      NodeDataLoader last(watched_graph(cluster.graph(), fenced_watch), train, {4, 6}, fenced);
+      same_as_reference(whole_epoch(last, 0), 0);
+      same_as_reference(whole_epoch(last, 1), 1);
+    }
+    CHECK(fenced_watch->epochs == std::set<std::int64_t>{0, 1});
   }
 }
 

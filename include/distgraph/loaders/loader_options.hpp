@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ struct LoaderOptions {
   /// read to its end, discards them. The batches are the same either way; the cost is at
   /// most prefetch_depth batches made for an epoch that never begins.
   bool prefetch_next_epoch = false;
+  /// The last epoch that will begin, when known (a recipe's epoch count - 1): with
+  /// prefetch_next_epoch, no batch of a later epoch is made.
+  std::optional<std::int64_t> last_epoch{};
   std::string feature =
       "feat";  ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
   std::string label = "label";      ///< int64 node data of the output nodes; "" = none

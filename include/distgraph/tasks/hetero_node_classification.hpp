@@ -248,6 +248,7 @@ RunResult train_hetero_node_classification(
                          .rank = rank,
                          .num_prefetch_threads = o.num_prefetch_threads,
                          .prefetch_next_epoch = true,
+                         .last_epoch = o.epochs - 1,
                          .feature = o.feature,
                          .label = label};
   for (const auto& layer : resolved)

@@ -154,6 +154,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
                          .rank = rank,
                          .num_prefetch_threads = o.num_prefetch_threads,
                          .prefetch_next_epoch = true,
+                         .last_epoch = o.epochs - 1,
                          .feature = o.feature,
                          .label = ""};
   const EdgeLoaderOptions elo{.num_negatives = o.num_negatives,

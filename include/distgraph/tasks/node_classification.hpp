@@ -484,6 +484,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
                                .rank = rank,
                                .num_prefetch_threads = o.num_prefetch_threads,
                                .prefetch_next_epoch = true,
+                               .last_epoch = o.epochs - 1,
                                .feature = emb_dim > 0 ? std::string() : o.feature,
                                .label = o.label,
                                .sampler = SamplerSpec{o.sampler, {}}};

@@ -58,9 +58,14 @@ class LoaderBase {
     epoch_ = epoch;
     left_ = batches;
     across_ = o.prefetch_next_epoch && o.num_prefetch_threads > 0 && batches > 0;
-    // Across epochs the threads' sequence has no end: item i is batch i % batches of
-    // epoch `epoch + i / batches`; the prefetch window still bounds how far they run.
-    const std::int64_t items = across_ ? std::numeric_limits<std::int64_t>::max() : batches;
+    // Across epochs item i is batch i % batches of epoch `epoch + i / batches`, up to the
+    // last epoch when it is known (else without end); the prefetch window still bounds
+    // how far the threads run ahead.
+    std::int64_t items = batches;
+    if (across_ && !o.last_epoch)
+      items = std::numeric_limits<std::int64_t>::max();
+    else if (across_ && *o.last_epoch > epoch)
+      items = (*o.last_epoch - epoch + 1) * batches;
     auto orders = std::make_shared<EpochOrders>();
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(
         items, o.num_prefetch_threads, o.prefetch_depth,
@@ -114,8 +119,9 @@ class LoaderBase {
   std::shared_ptr<const State> state_;
   make_type make_;
   std::string who_;
-  /// The seed order of the epochs the prefetch threads are in (at most two at a time,
-  /// around an epoch's end), made once per epoch.
+  /// The seed order of the epochs the prefetch threads are in (two around an epoch's end;
+  /// more only when the window is longer than an epoch, which then recomputes some), made
+  /// once per epoch.
   class EpochOrders {
    public:
     std::shared_ptr<const std::vector<std::int64_t>> of(const State& s, std::int64_t epoch) {
