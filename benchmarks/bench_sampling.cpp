@@ -636,22 +636,18 @@ void loader_dist_t1_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t1_pro
 void loader_dist_t2_procs(Bench& b) { loader_procs_figure(b, "loader_dist_t2_procs", 2); }
 
 /// One trainer's loader epochs (epoch -1 first, to warm up), each timed: wall seconds and
-/// batches.
+/// batches. `start` runs once the loader is built, just before the first epoch: where the
+/// two trainers of loader_dist_2procs meet.
 std::vector<std::pair<double, std::int64_t>> timed_loader_epochs(
     DistLoaderGraph graph, const std::vector<std::int64_t>& seeds, std::int64_t rank,
-    std::int64_t batch_size, int epochs, int go_fd) {
+    std::int64_t batch_size, int epochs, const std::function<void()>& start) {
   distgraph::NodeDataLoader loader(std::move(graph), seeds, loader_fanouts,
                                    {.batch_size = batch_size,
                                     .seed = loader_seed,
                                     .rank = rank,
                                     .num_prefetch_threads = 1,
                                     .prefetch_depth = 2});
-  if (go_fd >= 0) {  // wait for the other trainer's start (the parent writes one byte)
-    pollfd p{go_fd, POLLIN, 0};
-    char c = 0;
-    if (::poll(&p, 1, 300'000) != 1 || ::read(go_fd, &c, 1) != 1)
-      throw std::runtime_error("bench_sampling: no start signal within 300 s");
-  }
+  start();
   std::vector<std::pair<double, std::int64_t>> out;
   for (int e = -1; e < epochs; ++e) {
     distgraph::Stopwatch clock;
@@ -672,13 +668,19 @@ int loader_trainer_role(const std::string& file) {
   const auto ip = distgraph::read_ip_config(j["ip_config"].get<std::string>(), 1);
   const int go = ::open(j["fifo"].get<std::string>().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (go < 0) throw std::runtime_error("bench_sampling: cannot open the start FIFO");
-  std::printf("ready\n");
-  std::fflush(stdout);
-  const auto epochs =
-      timed_loader_epochs(colocated_trainer(j["config"].get<std::string>(), ip.all_servers(1),
-                                            j["storage"].get<std::string>(), machine),
-                          j["seeds"].get<std::vector<std::int64_t>>(), machine,
-                          j["batch_size"].get<std::int64_t>(), j["epochs"].get<int>(), go);
+  const auto epochs = timed_loader_epochs(
+      colocated_trainer(j["config"].get<std::string>(), ip.all_servers(1),
+                        j["storage"].get<std::string>(), machine),
+      j["seeds"].get<std::vector<std::int64_t>>(), machine, j["batch_size"].get<std::int64_t>(),
+      j["epochs"].get<int>(), [go] {
+        // Built and connected: say so, then wait for the other trainer's start byte.
+        std::printf("ready\n");
+        std::fflush(stdout);
+        pollfd p{go, POLLIN, 0};
+        char c = 0;
+        if (::poll(&p, 1, 300'000) != 1 || ::read(go, &c, 1) != 1)
+          throw std::runtime_error("bench_sampling: no start signal within 300 s");
+      });
   ::close(go);
   for (std::size_t e = 0; e < epochs.size(); ++e)
     std::printf("%s\n", nlohmann::json{{"epoch", static_cast<int>(e) - 1},
@@ -727,17 +729,17 @@ void loader_dist_2procs(Bench& b) {
   if (n <= 0) throw std::runtime_error("bench_sampling: cannot find its own program");
   self[n] = '\0';
   distgraph::test::ChildProcess other({self, "--loader-trainer", role.string()});
-  if (!other.wait_for_line("ready", 300s))
-    throw std::runtime_error("bench_sampling: the second trainer did not start:\n" +
-                             other.output());
-  {
-    const int go = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (go < 0 || ::write(go, "g", 1) != 1)
-      throw std::runtime_error("bench_sampling: cannot start the second trainer");
-    ::close(go);
-  }
   const auto mine =
-      timed_loader_epochs(*sp.graph, seeds[0], 0, b.args.batch_size, b.args.loader_epochs, -1);
+      timed_loader_epochs(*sp.graph, seeds[0], 0, b.args.batch_size, b.args.loader_epochs, [&] {
+        // Both loaders built: start together.
+        if (!other.wait_for_line("ready", 300s))
+          throw std::runtime_error("bench_sampling: the second trainer did not start:\n" +
+                                   other.output());
+        const int go = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        const bool sent = go >= 0 && ::write(go, "g", 1) == 1;
+        if (go >= 0) ::close(go);
+        if (!sent) throw std::runtime_error("bench_sampling: cannot start the second trainer");
+      });
   const auto status = other.wait(300s);
   if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
     throw std::runtime_error("bench_sampling: the second trainer failed:\n" + other.output());

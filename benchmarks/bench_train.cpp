@@ -675,7 +675,9 @@ void epoch_dist(Bench& bench) {
     params["remote_bytes_per_epoch"] = bytes;
     params["cache_hit_rate"] = hit_rate;
     add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, bound, bound_name, params);
-    if (plain && !device.is_cuda()) {
+    // A trainer per core or more, so that side_by_side's one thread each is what a trainer
+    // gets (on more cores `distgraph train` gives each trainer cores / 2 threads).
+    if (plain && !device.is_cuda() && cores <= trainers) {
       // The same epoch against the trainers' compute side by side plus their batches'
       // making spread over the cores: no epoch on this machine is shorter, whatever
       // overlaps.
