@@ -106,6 +106,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -1054,6 +1055,12 @@ void print_shares(const Bench& bench) {
 int main(int argc, char** argv) {
   Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
   distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
+  // The runs choose TLS by their flags (plain: --no-tls; tls: the default), so an inherited
+  // DISTGRAPH_NO_TLS=1 must not turn the tls variant into another plain run.
+  if (std::getenv("DISTGRAPH_NO_TLS") != nullptr) {
+    bench.rep.note("DISTGRAPH_NO_TLS is set; ignored (each run's flags decide TLS)");
+    ::unsetenv("DISTGRAPH_NO_TLS");
+  }
   Args& args = bench.args;
   if (args.model != "sage" && args.model != "gcn" && args.model != "gat") {
     std::fprintf(stderr, "bench_train: --model %s; expected sage, gcn or gat\n",

@@ -569,6 +569,10 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--standalone", "--no-tls", "--out", o}), 2, "--standalone has none");
   check_one_line_error(train({"--no-tls", "--tls-cert", "c.pem", "--out", o}), 2,
                        "--no-tls with TLS certificates");
+  ::setenv("DISTGRAPH_NO_TLS", "maybe", 1);
+  const Run bad_env = train({"--out", o});
+  ::unsetenv("DISTGRAPH_NO_TLS");
+  check_one_line_error(bad_env, 2, "DISTGRAPH_NO_TLS='maybe'");
   check_one_line_error(train({"--model", "gin", "--out", o}), 2, "--model 'gin'");
   check_one_line_error(train({"--model", "gat", "--heads", "5", "--out", o}), 2,
                        "--heads 5 does not divide --hidden 64");

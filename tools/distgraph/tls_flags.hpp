@@ -21,10 +21,15 @@ inline Args& add_tls_flags(Args& args) {
 }
 
 /// The TLS settings of the environment (read_tls_environment), overridden by the flags.
-/// Throws UsageError for --no-tls beside a certificate, or a certificate without its key
-/// and CA.
+/// Throws UsageError for a malformed TLS variable, --no-tls beside a certificate, or a
+/// certificate without its key and CA.
 inline TlsOptions tls_from_flags(const Args& args) {
-  TlsOptions t = read_tls_environment();
+  TlsOptions t;
+  try {
+    t = read_tls_environment();  // a malformed DISTGRAPH_NO_TLS is the user's to fix
+  } catch (const InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
   if (args.has("no-tls")) t.enabled = false;
   if (auto v = args.get("tls-cert")) t.cert_file = *v;
   if (auto v = args.get("tls-key")) t.key_file = *v;
