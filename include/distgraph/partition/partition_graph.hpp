@@ -347,6 +347,610 @@ inline void write_rows(const std::filesystem::path& path, const HostTensor& t,
   out.finish();
 }
 
+// The stages of partition_graph, in the order it runs them: check, assign, relabel, build
+// each partition (halo, graph files, data files), measure, publish. partition_distributed
+// shares the checks, the graph files and the publishing.
+
+/// Throws InvalidArgument unless `name` can name the config file `<name>.json`.
+inline void check_graph_name(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos)
+    throw InvalidArgument("graph name '" + name + "': expected a non-empty file name");
+}
+
+/// Throws InvalidArgument unless `num_parts` is in [1, max_parts] (the node count).
+inline void check_num_parts(std::int64_t num_parts, std::int64_t max_parts) {
+  if (num_parts < 1 || num_parts > max_parts)
+    throw InvalidArgument("num_parts " + std::to_string(num_parts) + ": expected [1, " +
+                          std::to_string(max_parts) + "] (the node count)");
+}
+
+/// Throws InvalidArgument unless `halo_hops` is in [1, 16].
+inline void check_halo_hops(int halo_hops) {
+  if (halo_hops < 1 || halo_hops > 16)
+    throw InvalidArgument("halo_hops " + std::to_string(halo_hops) + ": expected [1, 16]");
+}
+
+/// Throws InvalidArgument unless `feat_dtype` is one node features may be stored in.
+inline void check_feat_dtype(DType feat_dtype) {
+  if (!is_feature_dtype(feat_dtype))
+    throw InvalidArgument("feat_dtype " + std::string(dtype_name(feat_dtype)) +
+                          ": expected float32, float16 or bfloat16");
+}
+
+/// The canonical names (`src:etype:dst`) of `types`' edge types, in type order.
+inline std::vector<std::string> canonical_edge_type_names(const TypeMap& types) {
+  std::vector<std::string> names;
+  for (const auto& et : types.edge_types())
+    names.push_back(et.src_type + ":" + et.edge_type + ":" + et.dst_type);
+  return names;
+}
+
+/// The type of `id` when type t owns the IDs [offsets[t], offsets[t + 1]).
+inline std::int32_t type_of(const std::vector<std::int64_t>& offsets, std::int64_t id) {
+  return static_cast<std::int32_t>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
+                                   (offsets.begin() + 1));
+}
+
+/// What checking partition_graph's input found: the class column it counts (or balances)
+/// and the type of each data tensor, so later stages need not look them up again.
+struct CheckedInput {
+  std::span<const std::int64_t> classes;  ///< balance_ntypes, else count_ntypes; may be empty
+  std::int64_t num_classes = 0;
+  std::vector<std::int32_t> node_data_types, edge_data_types;  ///< -1: untyped data
+};
+
+/// The type of each tensor of `list` (node data when `nodes`, else edge data): typed data
+/// ("<type>/<name>", typed_data.hpp) has a row per node (edge) of its type, other data one
+/// per node (edge). Throws InvalidArgument for a name that is no file name, ShapeError for
+/// a row count that does not fit.
+inline std::vector<std::int32_t> check_data_rows(const Graph& g, const TensorList& list,
+                                                 bool nodes) {
+  const std::vector<std::string> type_names =
+      nodes ? g.types.node_type_names() : canonical_edge_type_names(g.types);
+  std::vector<std::int32_t> types;
+  for (const auto& [tname, t] : list) {
+    const std::int32_t type = typed_data_type(tname, type_names);
+    const std::string file = type < 0 ? tname : tname.substr(tname.find('/') + 1);
+    if (file.empty() || file.find('/') != std::string::npos)
+      throw InvalidArgument("tensor name '" + tname +
+                            "': expected a non-empty file name, or '<type>/<file name>' for "
+                            "one of the graph's types");
+    const std::int64_t rows = nodes
+                                  ? (type < 0 ? g.num_nodes() : g.types.num_nodes(NodeType(type)))
+                                  : (type < 0 ? g.num_edges() : g.types.num_edges(EdgeType(type)));
+    const char* per = nodes ? (type < 0 ? " (one per node)" : " (one per node of its type)")
+                            : (type < 0 ? " (one per edge)" : " (one per edge of its type)");
+    if (t.rows() != rows || t.shape.empty())
+      throw ShapeError("tensor '" + tname + "'",
+                       std::to_string(t.rows()) + " rows; expected " + std::to_string(rows) + per);
+    types.push_back(type);
+  }
+  return types;
+}
+
+/// Checks all of partition_graph's arguments, before it touches the output folder. Throws
+/// what partition_graph documents for bad arguments.
+inline CheckedInput check_partition_input(const Graph& g, const std::string& name,
+                                          std::int64_t num_parts, const PartitionOptions& opts,
+                                          const TensorList& node_data,
+                                          const TensorList& edge_data) {
+  const std::int64_t n = g.num_nodes();
+  check_graph_name(name);
+  check_num_parts(num_parts, std::max<std::int64_t>(n, 1));
+  check_halo_hops(opts.halo_hops);
+  check_feat_dtype(opts.feat_dtype);
+  CheckedInput in;
+  in.classes = opts.balance_ntypes.empty() ? opts.count_ntypes : opts.balance_ntypes;
+  const char* classes_name = opts.balance_ntypes.empty() ? "count_ntypes" : "balance_ntypes";
+  if (!in.classes.empty() && static_cast<std::int64_t>(in.classes.size()) != n)
+    throw InvalidArgument(std::string(classes_name) + " has " + std::to_string(in.classes.size()) +
+                          " entries; expected one per node (" + std::to_string(n) + ")");
+  if (!opts.assignment.empty() && static_cast<std::int64_t>(opts.assignment.size()) != n)
+    throw InvalidArgument("assignment has " + std::to_string(opts.assignment.size()) +
+                          " entries; expected one per node (" + std::to_string(n) + ")");
+  for (std::int32_t p : opts.assignment)
+    if (p < 0 || p >= num_parts) throw IdOutOfRange("assignment partition id", p, 0, num_parts);
+  in.node_data_types = check_data_rows(g, node_data, true);
+  in.edge_data_types = check_data_rows(g, edge_data, false);
+  for (auto c : in.classes) {
+    if (c < 0 || c > 1'000'000)
+      throw IdOutOfRange(std::string(classes_name) + " class", c, 0, 1'000'001);
+    in.num_classes = std::max(in.num_classes, c + 1);
+  }
+  return in;
+}
+
+/// Which partition each node went to, and how that was decided.
+struct Assignment {
+  std::vector<std::int32_t> part;    ///< partition of each input node
+  std::string method;                ///< the config's part_method: custom, random or metis
+  std::int64_t metis_edge_cut = -1;  ///< METIS's objective; -1 for the other methods
+};
+
+/// METIS k-way on the symmetrised graph. Constraint columns as DGL builds them: one-hot per
+/// balance class, plus in-degree for balance_edges; with no class column the node count is
+/// the first constraint. Throws PartitionError.
+inline Assignment metis_assignment(const Graph& g, std::int64_t num_parts,
+                                   const PartitionOptions& opts, std::int64_t num_classes,
+                                   unsigned threads) {
+  const std::int64_t n = g.num_nodes();
+  const bool cls = !opts.balance_ntypes.empty();
+  const std::int64_t ncon = (cls ? num_classes : 1) + (opts.balance_edges ? 1 : 0);
+  std::vector<std::int64_t> weights;
+  if (ncon > 1) {
+    weights.assign(static_cast<std::size_t>(n * ncon), 0);
+    for (std::int64_t v = 0; v < n; ++v) {
+      auto* w = &weights[static_cast<std::size_t>(v * ncon)];
+      if (cls)
+        w[opts.balance_ntypes[static_cast<std::size_t>(v)]] = 1;
+      else
+        w[0] = 1;
+      if (opts.balance_edges) w[ncon - 1] = g.in_degree(v);
+    }
+  }
+  MetisOptions mo;
+  mo.num_parts = num_parts;
+  mo.vertex_weights = weights;
+  mo.ncon = static_cast<int>(ncon);
+  mo.seed = opts.seed;
+  // The symmetrised rows go straight into METIS's 32-bit arrays (no 64-bit copy).
+  MetisResult r = metis_partition_rows(
+      n, [&](std::int64_t v, auto&& emit) { symmetric_row(g, v, emit); }, mo, threads);
+  return {std::move(r.parts), "metis", r.edge_cut};
+}
+
+/// Stage 1, assign: the given assignment, balanced random (per class when balancing), or
+/// METIS. Throws PartitionError (METIS).
+inline Assignment assign_partitions(const Graph& g, std::int64_t num_parts,
+                                    const PartitionOptions& opts, std::int64_t num_classes,
+                                    unsigned threads) {
+  if (!opts.assignment.empty()) return {{opts.assignment.begin(), opts.assignment.end()}, "custom"};
+  if (opts.method == PartMethod::random)
+    return {opts.balance_ntypes.empty()
+                ? random_partition(g.num_nodes(), num_parts, opts.seed)
+                : random_by_class(opts.balance_ntypes, num_parts, opts.seed),
+            "random"};
+  return metis_assignment(g, num_parts, opts, num_classes, threads);
+}
+
+/// Stage 2's result: each node's and edge's global ID and where each partition's run of
+/// them starts. Offsets are by (partition, type): run `p * types + t`.
+struct Relabeling {
+  bool relabeled = true;  ///< false: global IDs are the input IDs
+  std::int32_t ntypes = 1, etypes = 1;
+  std::vector<std::int32_t> edge_part;   ///< owner of each input edge (its destination's)
+  std::vector<std::int64_t> new_nid;     ///< global ID of each input node
+  std::vector<std::int64_t> node_order;  ///< input node of each rank (new_nid's inverse)
+  std::vector<std::int64_t> node_off;    ///< num_parts * ntypes + 1 offsets into node_order
+  std::vector<std::int64_t> new_eid;     ///< global ID of each input edge (relabeled only)
+  std::vector<std::int64_t> edge_off;    ///< num_parts * etypes + 1 offsets
+  std::vector<std::int64_t> edge_order;  ///< owned input edges by global ID (edge data only)
+
+  std::int64_t global_eid(std::int64_t e) const {
+    return relabeled ? new_eid[static_cast<std::size_t>(e)] : e;
+  }
+  /// Partition p's own nodes (input IDs) in local order.
+  std::span<const std::int64_t> inner_nodes(std::int64_t p) const {
+    const auto b = node_off[static_cast<std::size_t>(p * ntypes)];
+    const auto e = node_off[static_cast<std::size_t>((p + 1) * ntypes)];
+    return {node_order.data() + b, static_cast<std::size_t>(e - b)};
+  }
+  std::int64_t num_owned_edges(std::int64_t p) const {
+    return edge_off[static_cast<std::size_t>((p + 1) * etypes)] -
+           edge_off[static_cast<std::size_t>(p * etypes)];
+  }
+  /// Partition p's owned edges (input IDs) in global-ID order; empty without edge_order.
+  std::span<const std::int64_t> owned_edges(std::int64_t p) const {
+    if (edge_order.empty()) return {};
+    return {edge_order.data() + edge_off[static_cast<std::size_t>(p * etypes)],
+            static_cast<std::size_t>(num_owned_edges(p))};
+  }
+};
+
+/// Relabels nodes: new IDs partition-major, then node type, then input ID. Bucket key =
+/// partition * types + type; types own contiguous input ranges, so a stable sort by key
+/// keeps (type, input ID) order inside each partition. Without relabeling global IDs stay
+/// the input IDs and local order is input-ID order within each partition.
+inline void relabel_nodes(const Graph& g, std::span<const std::int32_t> part,
+                          std::int64_t num_parts, unsigned threads, Relabeling& r) {
+  const std::int64_t n = g.num_nodes();
+  const std::int32_t ntypes = r.ntypes;
+  const auto& offsets = g.types.node_offsets();
+  r.new_nid.resize(static_cast<std::size_t>(n));
+  r.node_off = stable_ranks(
+      n, num_parts * ntypes, threads,
+      [&](std::int64_t v) {
+        return std::int64_t{part[static_cast<std::size_t>(v)]} * ntypes + type_of(offsets, v);
+      },
+      r.new_nid);
+  r.node_order.resize(static_cast<std::size_t>(n));
+  parallel_for(0, n, threads, [&](std::int64_t v) {
+    r.node_order[static_cast<std::size_t>(r.new_nid[static_cast<std::size_t>(v)])] = v;
+  });
+  if (r.relabeled) return;
+  for (std::int64_t p = 0; p < num_parts; ++p)
+    std::sort(r.node_order.begin() + r.node_off[static_cast<std::size_t>(p * ntypes)],
+              r.node_order.begin() + r.node_off[static_cast<std::size_t>((p + 1) * ntypes)]);
+  std::iota(r.new_nid.begin(), r.new_nid.end(), 0);
+}
+
+/// Relabels edges: each is owned by its destination's partition (read from the CSC), new
+/// IDs partition-major, then edge type, then input ID (only counted without relabeling).
+/// The m-sized arrays are the cost of this stage, so only those needed are made:
+/// edge_order only `with_edge_order` (edge data needs it).
+inline void relabel_edges(const Graph& g, std::span<const std::int32_t> part,
+                          std::int64_t num_parts, bool with_edge_order, unsigned threads,
+                          Relabeling& r) {
+  const std::int64_t n = g.num_nodes(), m = g.num_edges();
+  const std::int32_t etypes = r.etypes;
+  const auto& offsets = g.types.edge_offsets();
+  r.edge_part.resize(static_cast<std::size_t>(m));
+  parallel_for(0, n, threads, [&](std::int64_t v) {
+    for (std::int64_t e : g.in.edges(v))
+      r.edge_part[static_cast<std::size_t>(e)] = part[static_cast<std::size_t>(v)];
+  });
+  r.new_eid.resize(r.relabeled ? static_cast<std::size_t>(m) : 0);
+  r.edge_off = stable_ranks(
+      m, num_parts * etypes, threads,
+      [&](std::int64_t e) {
+        return std::int64_t{r.edge_part[static_cast<std::size_t>(e)]} * etypes +
+               type_of(offsets, e);
+      },
+      r.new_eid);
+  if (!with_edge_order) return;
+  r.edge_order.resize(static_cast<std::size_t>(m));
+  if (r.relabeled) {
+    parallel_for(0, m, threads, [&](std::int64_t e) {
+      r.edge_order[static_cast<std::size_t>(r.new_eid[static_cast<std::size_t>(e)])] = e;
+    });
+    return;
+  }
+  std::vector<std::int64_t> at(static_cast<std::size_t>(num_parts));
+  for (std::int64_t p = 0; p < num_parts; ++p)
+    at[static_cast<std::size_t>(p)] = r.edge_off[static_cast<std::size_t>(p * etypes)];
+  for (std::int64_t e = 0; e < m; ++e)
+    r.edge_order[static_cast<std::size_t>(
+        at[static_cast<std::size_t>(r.edge_part[static_cast<std::size_t>(e)])]++)] = e;
+}
+
+/// Stage 2, relabel: global IDs for `part` (one partition per node), so each partition
+/// owns one contiguous ID range per node type (and edge type), in partition order.
+inline Relabeling relabel(const Graph& g, std::span<const std::int32_t> part,
+                          std::int64_t num_parts, bool relabel_ids, bool with_edge_order,
+                          unsigned threads) {
+  Relabeling r;
+  r.relabeled = relabel_ids;
+  r.ntypes = g.types.num_node_types();
+  r.etypes = g.types.num_edge_types();
+  relabel_edges(g, part, num_parts, with_edge_order, threads, r);
+  relabel_nodes(g, part, num_parts, threads, r);
+  return r;
+}
+
+/// Stage 3a, halo: a partition's local nodes (input IDs by local ID) into `local_nodes`:
+/// its own nodes `inner`, then the nodes h in-hops away for h = 1..halo_hops, each level
+/// sorted by global ID; `local_of` (input ID -> local ID, -1 elsewhere on entry) is set for
+/// each. Returns the number of edge rows: rows of levels below halo_hops hold all their
+/// in-edges, the outermost level none.
+inline std::size_t gather_halo(const Graph& g, std::span<const std::int64_t> inner, int halo_hops,
+                               const Relabeling& r, std::vector<std::int64_t>& local_of,
+                               std::vector<std::int64_t>& local_nodes) {
+  local_nodes.assign(inner.begin(), inner.end());
+  for (std::size_t i = 0; i < local_nodes.size(); ++i)
+    local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
+  std::size_t level_begin = 0, edge_rows = local_nodes.size();
+  for (int hop = 1; hop <= halo_hops; ++hop) {
+    const std::size_t level_end = local_nodes.size();
+    edge_rows = level_end;
+    for (std::size_t row = level_begin; row < level_end; ++row)
+      for (std::int64_t u : g.in.neighbors(local_nodes[row]))
+        if (local_of[static_cast<std::size_t>(u)] < 0) {
+          local_of[static_cast<std::size_t>(u)] = 0;  // numbered below
+          local_nodes.push_back(u);
+        }
+    if (local_nodes.size() == level_end) break;  // nothing new: no further hops
+    // Sort the new level by global ID: sort the IDs themselves, then map them back.
+    const auto first = local_nodes.begin() + static_cast<std::ptrdiff_t>(level_end);
+    for (auto it = first; it != local_nodes.end(); ++it)
+      *it = r.new_nid[static_cast<std::size_t>(*it)];
+    std::sort(first, local_nodes.end());
+    for (auto it = first; it != local_nodes.end(); ++it)
+      if (r.relabeled) *it = r.node_order[static_cast<std::size_t>(*it)];
+    for (std::size_t i = level_end; i < local_nodes.size(); ++i)
+      local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
+    level_begin = level_end;
+  }
+  return edge_rows;
+}
+
+/// The sizes of one partition's graph files.
+struct GraphFileShape {
+  std::int64_t num_local = 0, num_inner = 0, local_edges = 0;
+};
+
+/// Writes a partition's graph files into `dir` (docs/FORMATS.md, streamed: see NpyStream):
+/// indptr from `row_degree(r)` of each local row r (0 past the edge rows); the per-edge
+/// files from `each_edge(push)`, which calls push(local source, global edge ID, input edge
+/// ID, owned) for every local edge in CSC order; nid from `nid_of(i)` and orig_nid from
+/// `orig_nid` for each local node i, own nodes first. Throws IoError.
+template <class RowDegree, class EachEdge, class NidOf>
+void write_partition_graph(const std::filesystem::path& dir, const GraphFileShape& s,
+                           RowDegree&& row_degree, EachEdge&& each_edge, NidOf&& nid_of,
+                           std::span<const std::int64_t> orig_nid) {
+  {
+    NpyStream indptr(dir / "indptr.npy", DType::int64, {s.num_local + 1});
+    std::int64_t at = 0;
+    indptr.push(at);
+    for (std::int64_t r = 0; r < s.num_local; ++r) indptr.push(at += row_degree(r));
+    indptr.finish();
+  }
+  {
+    NpyStream indices(dir / "indices.npy", DType::int64, {s.local_edges});
+    NpyStream eid(dir / "eid.npy", DType::int64, {s.local_edges});
+    NpyStream orig_eid(dir / "orig_eid.npy", DType::int64, {s.local_edges});
+    NpyStream inner_edge(dir / "inner_edge.npy", DType::bool_, {s.local_edges});
+    each_edge([&](std::int64_t src, std::int64_t global, std::int64_t input, bool owned) {
+      indices.push(src);
+      eid.push(global);
+      orig_eid.push(input);
+      inner_edge.push(static_cast<std::uint8_t>(owned));
+    });
+    indices.finish();
+    eid.finish();
+    orig_eid.finish();
+    inner_edge.finish();
+  }
+  NpyStream nid(dir / "nid.npy", DType::int64, {s.num_local});
+  NpyStream orig(dir / "orig_nid.npy", DType::int64, {s.num_local});
+  NpyStream inner_node(dir / "inner_node.npy", DType::bool_, {s.num_local});
+  for (std::int64_t i = 0; i < s.num_local; ++i) {
+    nid.push(std::int64_t{nid_of(i)});
+    inner_node.push(static_cast<std::uint8_t>(i < s.num_inner));
+  }
+  orig.append(orig_nid.data(), orig_nid.size() * sizeof(std::int64_t));
+  nid.finish();
+  orig.finish();
+  inner_node.finish();
+}
+
+/// The rows of type `type` among `ids` (input IDs), as rows of that type (ID - type start).
+inline std::vector<std::int64_t> typed_rows(std::span<const std::int64_t> ids,
+                                            const std::vector<std::int64_t>& offsets,
+                                            std::int32_t type) {
+  std::vector<std::int64_t> rows;
+  for (const std::int64_t v : ids)
+    if (type_of(offsets, v) == type) rows.push_back(v - offsets[static_cast<std::size_t>(type)]);
+  return rows;
+}
+
+/// Writes rows `ids` of each tensor of `list` into `dir` (`types[i]`: the type of tensor i,
+/// -1 untyped; typed rows go to `<type>/<name>.npy`), stored as `stored(tensor)`.
+template <class Stored>
+void write_partition_data(const std::filesystem::path& dir, const TensorList& list,
+                          const std::vector<std::int32_t>& types, std::span<const std::int64_t> ids,
+                          const std::vector<std::int64_t>& type_offsets, Stored&& stored) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& [tname, t] = list[i];
+    const std::filesystem::path file = dir / (tname + ".npy");
+    if (types[i] < 0) {
+      write_rows(file, t, ids, stored(t));
+      continue;
+    }
+    std::filesystem::create_directories(file.parent_path());
+    write_rows(file, t, typed_rows(ids, type_offsets, types[i]), stored(t));
+  }
+}
+
+/// Everything building a partition reads: the input, the options, what the stages before
+/// found, and the staging folder the partitions are written into.
+struct PartitionJob {
+  const Graph& g;
+  const PartitionOptions& opts;
+  const TensorList& node_data;
+  const TensorList& edge_data;
+  const CheckedInput& in;
+  const Relabeling& r;
+  std::filesystem::path staging;
+};
+
+/// Stage 3b, one partition's graph files: rows are local destinations; a typed graph's
+/// rows hold their edges grouped by edge type (then source), so per-relation samplers find
+/// each relation's edges as one run of positions.
+inline void write_local_graph(const PartitionJob& job, const std::filesystem::path& dir,
+                              const GraphFileShape& shape, std::size_t edge_rows,
+                              const std::vector<std::int64_t>& local_of,
+                              const std::vector<std::int64_t>& local_nodes) {
+  const Graph& g = job.g;
+  const Relabeling& r = job.r;
+  const auto& edge_offsets = g.types.edge_offsets();
+  auto row_degree = [&](std::int64_t row) {
+    const auto i = static_cast<std::size_t>(row);
+    return i < edge_rows ? g.in.degree(local_nodes[i]) : std::int64_t{0};
+  };
+  auto each_edge = [&](auto&& push) {
+    std::vector<std::pair<std::int32_t, std::uint32_t>> by_type;  // (edge type, k)
+    for (std::size_t row = 0; row < edge_rows; ++row) {
+      const auto sources = g.in.neighbors(local_nodes[row]);
+      const auto edges = g.in.edges(local_nodes[row]);
+      // An edge is owned by its destination's partition: the rows of owned nodes hold
+      // exactly the owned edges (no lookup in edge_part).
+      const bool owned = static_cast<std::int64_t>(row) < shape.num_inner;
+      by_type.clear();
+      for (std::size_t k = 0; k < sources.size(); ++k)
+        by_type.emplace_back(r.etypes > 1 ? type_of(edge_offsets, edges[k]) : 0,
+                             static_cast<std::uint32_t>(k));
+      if (r.etypes > 1) std::stable_sort(by_type.begin(), by_type.end());
+      for (const auto& [edge_type, kk] : by_type) {
+        const std::size_t k = kk;
+        // new_eid is read at random (edge IDs follow the source order); prefetching a few
+        // edges ahead overlaps those cache misses.
+        if (r.relabeled && k + 8 < edges.size() && r.etypes == 1)
+          __builtin_prefetch(r.new_eid.data() + edges[k + 8]);
+        push(local_of[static_cast<std::size_t>(sources[k])], r.global_eid(edges[k]), edges[k],
+             owned);
+      }
+    }
+  };
+  auto nid_of = [&](std::int64_t i) {
+    return r.new_nid[static_cast<std::size_t>(local_nodes[static_cast<std::size_t>(i)])];
+  };
+  write_partition_graph(dir / "graph", shape, row_degree, each_edge, nid_of, local_nodes);
+}
+
+/// Stage 3, build partition p into the staging folder: its halo, its graph files and the
+/// rows of node and edge data it owns. `local_of` (-1 for every node) and `local_nodes` are
+/// the worker's scratch, left as found. Returns the partition's sizes.
+inline PartitionStats build_partition(const PartitionJob& job, std::int64_t p,
+                                      std::vector<std::int64_t>& local_of,
+                                      std::vector<std::int64_t>& local_nodes) {
+  namespace fs = std::filesystem;
+  const Graph& g = job.g;
+  const std::span<const std::int64_t> inner = job.r.inner_nodes(p);
+  const std::size_t edge_rows =
+      gather_halo(g, inner, job.opts.halo_hops, job.r, local_of, local_nodes);
+  GraphFileShape shape{static_cast<std::int64_t>(local_nodes.size()),
+                       static_cast<std::int64_t>(inner.size()), 0};
+  for (std::size_t row = 0; row < edge_rows; ++row)
+    shape.local_edges += g.in.degree(local_nodes[row]);
+  const fs::path dir = job.staging / ("part" + std::to_string(p));
+  for (const char* sub : {"graph", "node_feat", "edge_feat"}) fs::create_directories(dir / sub);
+  write_local_graph(job, dir, shape, edge_rows, local_of, local_nodes);
+  write_partition_data(dir / "node_feat", job.node_data, job.in.node_data_types, inner,
+                       g.types.node_offsets(),
+                       [&](const HostTensor& t) { return stored_node_dtype(t, job.opts); });
+  write_partition_data(dir / "edge_feat", job.edge_data, job.in.edge_data_types,
+                       job.r.owned_edges(p), g.types.edge_offsets(),
+                       [](const HostTensor& t) { return t.dtype; });
+  for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
+  return {static_cast<std::int64_t>(inner.size()),
+          shape.num_local - shape.num_inner,
+          job.r.num_owned_edges(p),
+          shape.local_edges,
+          {}};
+}
+
+/// Builds every partition, in parallel: one worker per partition at a time, each with its
+/// own input ID -> local ID table. Returns each partition's sizes.
+inline std::vector<PartitionStats> build_partitions(const PartitionJob& job, std::int64_t num_parts,
+                                                    unsigned threads) {
+  std::vector<PartitionStats> stats(static_cast<std::size_t>(num_parts));
+  const unsigned workers = static_cast<unsigned>(std::min<std::int64_t>(threads, num_parts));
+  parallel_chunks(
+      0, num_parts, workers,
+      [&](unsigned, std::int64_t pb, std::int64_t pe) {
+        std::vector<std::int64_t> local_of(static_cast<std::size_t>(job.g.num_nodes()), -1),
+            local_nodes;
+        for (std::int64_t p = pb; p < pe; ++p)
+          stats[static_cast<std::size_t>(p)] = build_partition(job, p, local_of, local_nodes);
+      },
+      1);
+  return stats;
+}
+
+/// Stage 4, quality: the edges whose endpoints lie in different partitions, the nodes of
+/// each class per partition, and the balance figures.
+inline void measure_partitions(const Graph& g, std::span<const std::int32_t> part,
+                               const CheckedInput& in, PartitionResult& result) {
+  std::int64_t cross = 0;
+  for (std::int64_t v = 0; v < g.num_nodes(); ++v)
+    for (std::int64_t u : g.in.neighbors(v))
+      cross += part[static_cast<std::size_t>(u)] != part[static_cast<std::size_t>(v)];
+  result.cross_edges = cross;
+  if (in.num_classes > 0) {
+    for (auto& st : result.parts)
+      st.class_counts.assign(static_cast<std::size_t>(in.num_classes), 0);
+    for (std::int64_t v = 0; v < g.num_nodes(); ++v)
+      result.parts[static_cast<std::size_t>(part[static_cast<std::size_t>(v)])]
+          .class_counts[static_cast<std::size_t>(in.classes[static_cast<std::size_t>(v)])]++;
+  }
+  set_balance(result);
+}
+
+/// For each of `per` types, each partition's [begin, end) of IDs, from offsets by
+/// (partition, type): the config's node_ranges / edge_ranges.
+inline std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> type_ranges(
+    const std::vector<std::int64_t>& off, std::int64_t num_parts, std::int32_t per) {
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> r(static_cast<std::size_t>(per));
+  for (std::int32_t t = 0; t < per; ++t)
+    for (std::int64_t p = 0; p < num_parts; ++p)
+      r[static_cast<std::size_t>(t)].emplace_back(off[static_cast<std::size_t>(p * per + t)],
+                                                  off[static_cast<std::size_t>(p * per + t + 1)]);
+  return r;
+}
+
+/// The config partition_graph writes for `job`, as `result.config` (with describe_partitions
+/// for what every partitioner writes alike).
+inline void describe_local_partition(PartitionResult& result, const PartitionJob& job,
+                                     const std::string& name, const std::string& method,
+                                     std::int64_t num_parts,
+                                     const std::filesystem::path& config_path) {
+  const TypeMap& types = job.g.types;
+  const PartitionOptions& opts = job.opts;
+  std::vector<std::int64_t> node_counts, edge_counts;
+  for (std::int32_t t = 0; t < job.r.ntypes; ++t)
+    node_counts.push_back(types.num_nodes(NodeType(t)));
+  for (std::int32_t t = 0; t < job.r.etypes; ++t)
+    edge_counts.push_back(types.num_edges(EdgeType(t)));
+  describe_partitions(result, name, method, opts.halo_hops, job.g.num_nodes(), job.g.num_edges(),
+                      opts.relabel, opts.seed, node_counts, edge_counts);
+  PartitionConfig& c = result.config;
+  c.path = config_path;
+  c.ntypes = types.node_type_names();
+  c.etypes = canonical_edge_type_names(types);
+  if (opts.relabel) {
+    c.node_ranges = type_ranges(job.r.node_off, num_parts, job.r.ntypes);
+    c.edge_ranges = type_ranges(job.r.edge_off, num_parts, job.r.etypes);
+  } else {
+    c.node_map_file = "node_map.npy";
+    c.edge_map_file = "edge_map.npy";
+  }
+  for (const auto& [tname, t] : job.node_data)
+    c.node_feats.push_back({tname, std::string(dtype_name(stored_node_dtype(t, opts))), t.shape});
+  for (const auto& [tname, t] : job.edge_data)
+    c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
+}
+
+/// A staging folder, created empty (whatever an earlier run of this process ID left is
+/// removed) and removed with everything still in it when this goes out of scope: whatever
+/// fails, only finished output is ever moved out of it. Throws IoError.
+class StagingFolder {
+ public:
+  explicit StagingFolder(std::filesystem::path dir) : dir_(std::move(dir)) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) throw IoError(dir_.string(), "cannot create staging folder: " + ec.message());
+  }
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  ~StagingFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::filesystem::path& path() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+/// Moves each of `items` from `staging` into `out_dir`, then syncs `out_dir` so the moves
+/// are on disk before any config says the partition is complete. Throws IoError.
+inline void publish_staged(const std::filesystem::path& staging,
+                           const std::filesystem::path& out_dir,
+                           const std::vector<std::string>& items) {
+  for (const auto& item : items) move_into_place(staging, out_dir, item);
+  sync_folder(out_dir);
+}
+
+/// Stage 5, publish: the staged `items` into place, then the config, written last: it is
+/// what says the partition is complete. Throws IoError (no config is written then).
+inline void publish_partition(const std::filesystem::path& staging,
+                              const std::filesystem::path& out_dir,
+                              const std::vector<std::string>& items, const PartitionConfig& c) {
+  publish_staged(staging, out_dir, items);
+  write_partition_config(c);
+}
+
 }  // namespace detail
 
 /// Partitions `g` into `num_parts` parts and writes `<out_dir>/<name>.json` plus one
@@ -362,425 +966,48 @@ inline PartitionResult partition_graph(const Graph& g, const std::string& name,
                                        const PartitionOptions& opts = {},
                                        const TensorList& node_data = {},
                                        const TensorList& edge_data = {}) {
-  namespace fs = std::filesystem;
-  const std::int64_t n = g.num_nodes(), m = g.num_edges();
   const unsigned threads = opts.num_threads == 0 ? default_num_threads() : opts.num_threads;
   Progress silent(true);
   Progress& progress = opts.progress ? *opts.progress : silent;
   const std::size_t first_stage = progress.stages().size();
-
-  // Validate everything before touching the output folder.
-  if (name.empty() || name.find('/') != std::string::npos)
-    throw InvalidArgument("graph name '" + name + "': expected a non-empty file name");
-  if (num_parts < 1 || num_parts > std::max<std::int64_t>(n, 1))
-    throw InvalidArgument("num_parts " + std::to_string(num_parts) + ": expected [1, " +
-                          std::to_string(std::max<std::int64_t>(n, 1)) + "] (the node count)");
-  if (opts.halo_hops < 1 || opts.halo_hops > 16)
-    throw InvalidArgument("halo_hops " + std::to_string(opts.halo_hops) + ": expected [1, 16]");
-  if (!is_feature_dtype(opts.feat_dtype))
-    throw InvalidArgument("feat_dtype " + std::string(dtype_name(opts.feat_dtype)) +
-                          ": expected float32, float16 or bfloat16");
-  const std::span<const std::int64_t> classes =
-      opts.balance_ntypes.empty() ? opts.count_ntypes : opts.balance_ntypes;
-  const char* classes_name = opts.balance_ntypes.empty() ? "count_ntypes" : "balance_ntypes";
-  if (!classes.empty() && static_cast<std::int64_t>(classes.size()) != n)
-    throw InvalidArgument(std::string(classes_name) + " has " + std::to_string(classes.size()) +
-                          " entries; expected one per node (" + std::to_string(n) + ")");
-  if (!opts.assignment.empty() && static_cast<std::int64_t>(opts.assignment.size()) != n)
-    throw InvalidArgument("assignment has " + std::to_string(opts.assignment.size()) +
-                          " entries; expected one per node (" + std::to_string(n) + ")");
-  for (std::int32_t p : opts.assignment)
-    if (p < 0 || p >= num_parts) throw IdOutOfRange("assignment partition id", p, 0, num_parts);
-  // Typed data ("<type>/<name>", typed_data.hpp) has a row per node (edge) of its type.
-  const std::vector<std::string> node_type_names = g.types.node_type_names();
-  std::vector<std::string> edge_type_names;
-  for (const auto& et : g.types.edge_types())
-    edge_type_names.push_back(et.src_type + ":" + et.edge_type + ":" + et.dst_type);
-  auto data_type = [&](const TensorList* list, const std::string& tname) {
-    return typed_data_type(tname, list == &node_data ? node_type_names : edge_type_names);
-  };
-  for (const auto* list : {&node_data, &edge_data}) {
-    for (const auto& [tname, t] : *list) {
-      const std::int32_t type = data_type(list, tname);
-      const std::string file = type < 0 ? tname : tname.substr(tname.find('/') + 1);
-      if (file.empty() || file.find('/') != std::string::npos)
-        throw InvalidArgument("tensor name '" + tname +
-                              "': expected a non-empty file name, or '<type>/<file name>' for "
-                              "one of the graph's types");
-      const std::int64_t rows =
-          list == &node_data ? (type < 0 ? n : g.types.num_nodes(NodeType(type)))
-                             : (type < 0 ? m : g.types.num_edges(EdgeType(type)));
-      const char* per = list == &node_data
-                            ? (type < 0 ? " (one per node)" : " (one per node of its type)")
-                            : (type < 0 ? " (one per edge)" : " (one per edge of its type)");
-      if (t.rows() != rows || t.shape.empty())
-        throw ShapeError("tensor '" + tname + "'", std::to_string(t.rows()) + " rows; expected " +
-                                                       std::to_string(rows) + per);
-    }
-  }
-  std::int64_t num_classes = 0;
-  for (auto c : classes) {
-    if (c < 0 || c > 1'000'000)
-      throw IdOutOfRange(std::string(classes_name) + " class", c, 0, 1'000'001);
-    num_classes = std::max(num_classes, c + 1);
-  }
-
+  const detail::CheckedInput in =
+      detail::check_partition_input(g, name, num_parts, opts, node_data, edge_data);
   PartitionResult result;
-  // 1. Assign nodes to partitions.
+
   progress.begin("assign partitions");
-  std::vector<std::int32_t> part;
-  std::string method;
-  if (!opts.assignment.empty()) {
-    part.assign(opts.assignment.begin(), opts.assignment.end());
-    method = "custom";
-  } else if (opts.method == PartMethod::random) {
-    part = opts.balance_ntypes.empty()
-               ? random_partition(n, num_parts, opts.seed)
-               : detail::random_by_class(opts.balance_ntypes, num_parts, opts.seed);
-    method = "random";
-  } else {
-    // Constraint columns, as DGL builds them: one-hot per balance class, plus in-degree
-    // for balance_edges; with no class column the node count is the first constraint.
-    const bool cls = !opts.balance_ntypes.empty();
-    const std::int64_t ncon = (cls ? num_classes : 1) + (opts.balance_edges ? 1 : 0);
-    std::vector<std::int64_t> weights;
-    if (ncon > 1) {
-      weights.assign(static_cast<std::size_t>(n * ncon), 0);
-      for (std::int64_t v = 0; v < n; ++v) {
-        auto* w = &weights[static_cast<std::size_t>(v * ncon)];
-        if (cls)
-          w[opts.balance_ntypes[static_cast<std::size_t>(v)]] = 1;
-        else
-          w[0] = 1;
-        if (opts.balance_edges) w[ncon - 1] = g.in_degree(v);
-      }
-    }
-    MetisOptions mo;
-    mo.num_parts = num_parts;
-    mo.vertex_weights = weights;
-    mo.ncon = static_cast<int>(ncon);
-    mo.seed = opts.seed;
-    // The symmetrised rows go straight into METIS's 32-bit arrays (no 64-bit copy).
-    MetisResult r = detail::metis_partition_rows(
-        n, [&](std::int64_t v, auto&& emit) { detail::symmetric_row(g, v, emit); }, mo, threads);
-    part = std::move(r.parts);
-    result.metis_edge_cut = r.edge_cut;
-    method = "metis";
-  }
+  const detail::Assignment a =
+      detail::assign_partitions(g, num_parts, opts, in.num_classes, threads);
+  result.metis_edge_cut = a.metis_edge_cut;
   progress.end();
 
-  // 2. Relabel: new node IDs partition-major, then node type, then input ID; edges
-  //    partition-major (owner = partition of the destination), then edge type, then input ID.
-  //    Bucket key = partition * types + type; types own contiguous input ranges, so a stable
-  //    sort by key keeps (type, input ID) order inside each partition.
   progress.begin("relabel");
-  const auto& types = g.types;
-  const std::int32_t ntypes = types.num_node_types(), etypes = types.num_edge_types();
-  auto node_type_of = [&](std::int64_t v) {
-    const auto& off = types.node_offsets();
-    return static_cast<std::int32_t>(std::upper_bound(off.begin() + 1, off.end(), v) -
-                                     (off.begin() + 1));
-  };
-  auto edge_type_of = [&](std::int64_t e) {
-    const auto& off = types.edge_offsets();
-    return static_cast<std::int32_t>(std::upper_bound(off.begin() + 1, off.end(), e) -
-                                     (off.begin() + 1));
-  };
-  // Edge owner: partition of the destination, read from the CSC.
-  std::vector<std::int32_t> edge_part(static_cast<std::size_t>(m));
-  parallel_for(0, n, threads, [&](std::int64_t v) {
-    for (std::int64_t e : g.in.edges(v))
-      edge_part[static_cast<std::size_t>(e)] = part[static_cast<std::size_t>(v)];
-  });
-  // Nodes: new_nid[v] = rank of v; node_order = input ID at each rank (its inverse).
-  std::vector<std::int64_t> new_nid(static_cast<std::size_t>(n));
-  const std::vector<std::int64_t> node_off = detail::stable_ranks(
-      n, num_parts * ntypes, threads,
-      [&](std::int64_t v) {
-        return std::int64_t{part[static_cast<std::size_t>(v)]} * ntypes + node_type_of(v);
-      },
-      new_nid);
-  std::vector<std::int64_t> node_order(static_cast<std::size_t>(n));
-  parallel_for(0, n, threads, [&](std::int64_t v) {
-    node_order[static_cast<std::size_t>(new_nid[static_cast<std::size_t>(v)])] = v;
-  });
-  if (!opts.relabel) {
-    // Global IDs stay the input IDs; local order is input-ID order within each partition.
-    for (std::int64_t p = 0; p < num_parts; ++p)
-      std::sort(node_order.begin() + node_off[static_cast<std::size_t>(p * ntypes)],
-                node_order.begin() + node_off[static_cast<std::size_t>((p + 1) * ntypes)]);
-    std::iota(new_nid.begin(), new_nid.end(), 0);
-  }
-  // Edges: the same stable sort gives the new IDs (only counted without relabeling). The
-  // m-sized arrays are the cost of this stage, so only those needed are made.
-  std::vector<std::int64_t> new_eid(opts.relabel ? static_cast<std::size_t>(m) : 0);
-  const std::vector<std::int64_t> edge_off = detail::stable_ranks(
-      m, num_parts * etypes, threads,
-      [&](std::int64_t e) {
-        return std::int64_t{edge_part[static_cast<std::size_t>(e)]} * etypes + edge_type_of(e);
-      },
-      new_eid);
-  auto global_eid = [&](std::int64_t e) {
-    return opts.relabel ? new_eid[static_cast<std::size_t>(e)] : e;
-  };
-  // Input IDs of each partition's owned edges in global-ID order: only edge data needs them.
-  std::vector<std::int64_t> edge_order;
-  if (!edge_data.empty()) {
-    edge_order.resize(static_cast<std::size_t>(m));
-    if (opts.relabel) {
-      parallel_for(0, m, threads, [&](std::int64_t e) {
-        edge_order[static_cast<std::size_t>(new_eid[static_cast<std::size_t>(e)])] = e;
-      });
-    } else {
-      std::vector<std::int64_t> at(static_cast<std::size_t>(num_parts));
-      for (std::int64_t p = 0; p < num_parts; ++p)
-        at[static_cast<std::size_t>(p)] = edge_off[static_cast<std::size_t>(p * etypes)];
-      for (std::int64_t e = 0; e < m; ++e)
-        edge_order[static_cast<std::size_t>(
-            at[static_cast<std::size_t>(edge_part[static_cast<std::size_t>(e)])]++)] = e;
-    }
-  }
+  const detail::Relabeling r =
+      detail::relabel(g, a.part, num_parts, opts.relabel, !edge_data.empty(), threads);
   progress.end();
 
-  // 3. Build and write each partition: owned nodes first (global-ID order), then halo
-  //    nodes hop by hop (each hop sorted by global ID). Rows are local destinations. The
-  //    arrays are streamed into their files as they are computed (see NpyStream).
   progress.begin("build partitions");
-  const fs::path config_path = out_dir / (name + ".json");
   detail::clear_for_new_partition(out_dir, name);
-  std::error_code ec;
-  const fs::path staging = out_dir / (staging_folder_prefix(name) + std::to_string(::getpid()));
-  fs::remove_all(staging, ec);
-  fs::create_directories(staging, ec);
-  if (ec) throw IoError(staging.string(), "cannot create staging folder: " + ec.message());
-  // Whatever fails below, the staging folder goes; only finished output is ever moved out.
-  struct StagingGuard {
-    fs::path dir;
-    ~StagingGuard() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } staging_guard{staging};
-  result.parts.resize(static_cast<std::size_t>(num_parts));
-  // local_of: input ID -> local ID (-1 = not local), one table per worker, reset after use.
-  auto build_part = [&](std::int64_t p, std::vector<std::int64_t>& local_of,
-                        std::vector<std::int64_t>& local_nodes) {
-    const auto nb = node_off[static_cast<std::size_t>(p * ntypes)];
-    const auto ne = node_off[static_cast<std::size_t>((p + 1) * ntypes)];
-    const auto eb = edge_off[static_cast<std::size_t>(p * etypes)];
-    const auto ee = edge_off[static_cast<std::size_t>((p + 1) * etypes)];
-    const std::span<const std::int64_t> inner(node_order.data() + nb,
-                                              static_cast<std::size_t>(ne - nb));
-    local_nodes.assign(inner.begin(), inner.end());  // input IDs by local ID
-    for (std::size_t i = 0; i < local_nodes.size(); ++i)
-      local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
-    // Level h holds the nodes h in-hops away; rows of levels below halo_hops hold all their
-    // in-edges, the outermost level none.
-    std::size_t level_begin = 0, edge_rows = local_nodes.size();
-    for (int hop = 1; hop <= opts.halo_hops; ++hop) {
-      const std::size_t level_end = local_nodes.size();
-      edge_rows = level_end;
-      for (std::size_t r = level_begin; r < level_end; ++r)
-        for (std::int64_t u : g.in.neighbors(local_nodes[r]))
-          if (local_of[static_cast<std::size_t>(u)] < 0) {
-            local_of[static_cast<std::size_t>(u)] = 0;  // numbered below
-            local_nodes.push_back(u);
-          }
-      if (local_nodes.size() == level_end) break;  // nothing new: no further hops
-      // Sort the new level by global ID: sort the IDs themselves, then map them back.
-      const auto first = local_nodes.begin() + static_cast<std::ptrdiff_t>(level_end);
-      for (auto it = first; it != local_nodes.end(); ++it)
-        *it = new_nid[static_cast<std::size_t>(*it)];
-      std::sort(first, local_nodes.end());
-      for (auto it = first; it != local_nodes.end(); ++it)
-        if (opts.relabel) *it = node_order[static_cast<std::size_t>(*it)];
-      for (std::size_t i = level_end; i < local_nodes.size(); ++i)
-        local_of[static_cast<std::size_t>(local_nodes[i])] = static_cast<std::int64_t>(i);
-      level_begin = level_end;
-    }
-    const auto num_local = static_cast<std::int64_t>(local_nodes.size());
-    std::int64_t local_edges = 0;
-    for (std::size_t r = 0; r < edge_rows; ++r) local_edges += g.in.degree(local_nodes[r]);
-
-    const fs::path dir = staging / ("part" + std::to_string(p));
-    fs::create_directories(dir / "graph");
-    fs::create_directories(dir / "node_feat");
-    fs::create_directories(dir / "edge_feat");
-    using detail::NpyStream;
-    {
-      NpyStream indptr(dir / "graph" / "indptr.npy", DType::int64, {num_local + 1});
-      std::int64_t at = 0;
-      indptr.push(at);
-      for (std::size_t r = 0; r < local_nodes.size(); ++r) {
-        if (r < edge_rows) at += g.in.degree(local_nodes[r]);
-        indptr.push(at);
-      }
-      indptr.finish();
-    }
-    {
-      NpyStream indices(dir / "graph" / "indices.npy", DType::int64, {local_edges});
-      NpyStream eid(dir / "graph" / "eid.npy", DType::int64, {local_edges});
-      NpyStream orig_eid(dir / "graph" / "orig_eid.npy", DType::int64, {local_edges});
-      NpyStream inner_edge(dir / "graph" / "inner_edge.npy", DType::bool_, {local_edges});
-      std::vector<std::pair<std::int32_t, std::uint32_t>> by_type;  // (edge type, k)
-      for (std::size_t r = 0; r < edge_rows; ++r) {
-        const auto sources = g.in.neighbors(local_nodes[r]);
-        const auto edges = g.in.edges(local_nodes[r]);
-        // An edge is owned by its destination's partition: the rows of owned nodes hold
-        // exactly the owned edges (no lookup in edge_part).
-        const auto owned = static_cast<std::uint8_t>(r < inner.size());
-        // Typed graphs: a row's edges grouped by edge type (then source), so per-relation
-        // samplers find each relation's edges as one run of positions.
-        by_type.clear();
-        for (std::size_t k = 0; k < sources.size(); ++k)
-          by_type.emplace_back(etypes > 1 ? edge_type_of(edges[k]) : 0,
-                               static_cast<std::uint32_t>(k));
-        if (etypes > 1) std::stable_sort(by_type.begin(), by_type.end());
-        for (const auto& [edge_type, kk] : by_type) {
-          const std::size_t k = kk;
-          const std::int64_t e = edges[k];
-          // new_eid is read at random (edge IDs follow the source order); prefetching a few
-          // edges ahead overlaps those cache misses.
-          if (opts.relabel && k + 8 < edges.size() && etypes == 1)
-            __builtin_prefetch(new_eid.data() + edges[k + 8]);
-          indices.push(local_of[static_cast<std::size_t>(sources[k])]);
-          eid.push(global_eid(e));
-          orig_eid.push(e);
-          inner_edge.push(owned);
-        }
-      }
-      indices.finish();
-      eid.finish();
-      orig_eid.finish();
-      inner_edge.finish();
-    }
-    {
-      NpyStream nid(dir / "graph" / "nid.npy", DType::int64, {num_local});
-      NpyStream orig_nid(dir / "graph" / "orig_nid.npy", DType::int64, {num_local});
-      NpyStream inner_node(dir / "graph" / "inner_node.npy", DType::bool_, {num_local});
-      for (std::size_t i = 0; i < local_nodes.size(); ++i) {
-        nid.push(new_nid[static_cast<std::size_t>(local_nodes[i])]);
-        inner_node.push(static_cast<std::uint8_t>(i < inner.size()));
-      }
-      orig_nid.append(local_nodes.data(), local_nodes.size() * sizeof(std::int64_t));
-      nid.finish();
-      orig_nid.finish();
-      inner_node.finish();
-    }
-    const std::span<const std::int64_t> owned_edges(edge_order.data() + eb,
-                                                     static_cast<std::size_t>(ee - eb));
-    // Typed data: the owned IDs of its type, as rows of that type (input ID - type start).
-    auto typed_rows = [](std::span<const std::int64_t> ids, const std::vector<std::int64_t>& off,
-                         std::int32_t type, auto type_of) {
-      std::vector<std::int64_t> rows;
-      for (const std::int64_t v : ids)
-        if (type_of(v) == type) rows.push_back(v - off[static_cast<std::size_t>(type)]);
-      return rows;
-    };
-    for (const auto& [tname, t] : node_data) {
-      const std::int32_t type = data_type(&node_data, tname);
-      const fs::path file = dir / "node_feat" / (tname + ".npy");
-      const DType as = detail::stored_node_dtype(t, opts);
-      if (type < 0) {
-        detail::write_rows(file, t, inner, as);
-        continue;
-      }
-      fs::create_directories(file.parent_path());
-      detail::write_rows(file, t, typed_rows(inner, types.node_offsets(), type, node_type_of), as);
-    }
-    for (const auto& [tname, t] : edge_data) {
-      const std::int32_t type = data_type(&edge_data, tname);
-      const fs::path file = dir / "edge_feat" / (tname + ".npy");
-      if (type < 0) {
-        detail::write_rows(file, t, owned_edges, t.dtype);
-        continue;
-      }
-      fs::create_directories(file.parent_path());
-      detail::write_rows(file, t, typed_rows(owned_edges, types.edge_offsets(), type, edge_type_of),
-                         t.dtype);
-    }
-    for (auto v : local_nodes) local_of[static_cast<std::size_t>(v)] = -1;
-    auto& st = result.parts[static_cast<std::size_t>(p)];
-    st.inner_nodes = ne - nb;
-    st.halo_nodes = num_local - st.inner_nodes;
-    st.inner_edges = ee - eb;
-    st.local_edges = local_edges;
-  };
-  // Partitions are built and written in parallel, one worker per partition at a time.
-  const unsigned workers = static_cast<unsigned>(std::min<std::int64_t>(threads, num_parts));
-  parallel_chunks(
-      0, num_parts, workers,
-      [&](unsigned, std::int64_t pb, std::int64_t pe) {
-        std::vector<std::int64_t> local_of(static_cast<std::size_t>(n), -1), local_nodes;
-        for (std::int64_t p = pb; p < pe; ++p) build_part(p, local_of, local_nodes);
-      },
-      1);
+  const detail::StagingFolder staging(out_dir /
+                                      (staging_folder_prefix(name) + std::to_string(::getpid())));
+  const detail::PartitionJob job{g, opts, node_data, edge_data, in, r, staging.path()};
+  result.parts = detail::build_partitions(job, num_parts, threads);
+  std::vector<std::string> items;
+  for (std::int64_t p = 0; p < num_parts; ++p) items.push_back("part" + std::to_string(p));
   if (!opts.relabel) {
-    write_npy<std::int32_t>(staging / "node_map.npy", part);
-    write_npy<std::int32_t>(staging / "edge_map.npy", edge_part);
+    write_npy<std::int32_t>(staging.path() / "node_map.npy", a.part);
+    write_npy<std::int32_t>(staging.path() / "edge_map.npy", r.edge_part);
+    items.insert(items.end(), {"node_map.npy", "edge_map.npy"});
   }
   progress.end();
 
-  // 4. Quality: cut and balance.
   progress.begin("statistics");
-  std::int64_t cross = 0;
-  for (std::int64_t v = 0; v < n; ++v)
-    for (std::int64_t u : g.in.neighbors(v))
-      cross += part[static_cast<std::size_t>(u)] != part[static_cast<std::size_t>(v)];
-  result.cross_edges = cross;
-  if (num_classes > 0) {
-    for (auto& st : result.parts) st.class_counts.assign(static_cast<std::size_t>(num_classes), 0);
-    for (std::int64_t v = 0; v < n; ++v)
-      result.parts[static_cast<std::size_t>(part[static_cast<std::size_t>(v)])]
-          .class_counts[static_cast<std::size_t>(classes[static_cast<std::size_t>(v)])]++;
-  }
-  detail::set_balance(result);
+  detail::measure_partitions(g, a.part, in, result);
   progress.end();
 
-  // 5. Publish: move the staged files into place, then write the config last.
   progress.begin("publish");
-  std::vector<std::int64_t> node_counts, edge_counts;
-  for (std::int32_t t = 0; t < ntypes; ++t) node_counts.push_back(types.num_nodes(NodeType(t)));
-  for (std::int32_t t = 0; t < etypes; ++t) edge_counts.push_back(types.num_edges(EdgeType(t)));
-  detail::describe_partitions(result, name, method, opts.halo_hops, n, m, opts.relabel, opts.seed,
-                              node_counts, edge_counts);
-  PartitionConfig& c = result.config;
-  c.path = config_path;
-  c.ntypes = types.node_type_names();
-  c.etypes.clear();
-  for (const auto& et : types.edge_types())
-    c.etypes.push_back(et.src_type + ":" + et.edge_type + ":" + et.dst_type);
-  if (opts.relabel) {
-    auto ranges = [&](const std::vector<std::int64_t>& off, std::int32_t per) {
-      std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> r(
-          static_cast<std::size_t>(per));
-      for (std::int32_t t = 0; t < per; ++t)
-        for (std::int64_t p = 0; p < num_parts; ++p)
-          r[static_cast<std::size_t>(t)].emplace_back(
-              off[static_cast<std::size_t>(p * per + t)],
-              off[static_cast<std::size_t>(p * per + t + 1)]);
-      return r;
-    };
-    c.node_ranges = ranges(node_off, ntypes);
-    c.edge_ranges = ranges(edge_off, etypes);
-  } else {
-    c.node_map_file = "node_map.npy";
-    c.edge_map_file = "edge_map.npy";
-  }
-  for (const auto& [tname, t] : node_data)
-    c.node_feats.push_back(
-        {tname, std::string(dtype_name(detail::stored_node_dtype(t, opts))), t.shape});
-  for (const auto& [tname, t] : edge_data)
-    c.edge_feats.push_back({tname, std::string(dtype_name(t.dtype)), t.shape});
-  auto publish = [&](const std::string& item) { detail::move_into_place(staging, out_dir, item); };
-  for (std::int64_t p = 0; p < num_parts; ++p) publish("part" + std::to_string(p));
-  if (!opts.relabel) {
-    publish("node_map.npy");
-    publish("edge_map.npy");
-  }
-  // The moves on disk before the config that says the partition is complete.
-  sync_folder(out_dir);
-  write_partition_config(c);
+  detail::describe_local_partition(result, job, name, a.method, num_parts,
+                                   out_dir / (name + ".json"));
+  detail::publish_partition(staging.path(), out_dir, items, result.config);
   progress.end();
   result.stages.assign(progress.stages().begin() + static_cast<std::ptrdiff_t>(first_stage),
                        progress.stages().end());
