@@ -1,4 +1,5 @@
-// Umbrella header: the public headers of every layer except train/ (never includes libtorch).
+// Umbrella header: the public headers of every layer below nn/ (never includes libtorch) but
+// io/chunked.hpp, io/npy_row_file.hpp, runtime/loopback_cluster.hpp and partition/mpi/.
 // docs/API.md lists what each folder holds and what including it costs.
 #pragma once
 
