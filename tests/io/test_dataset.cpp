@@ -183,4 +183,26 @@ TEST_CASE("num_nodes comes from feat.npy rows when meta.json is absent", "[io]")
   CHECK(ds.train_mask.empty());
 }
 
+TEST_CASE("without meta.json or feat.npy num_nodes is label.npy's length, and a mismatch says so",
+          "[io]") {
+  distgraph::test::TempDir tmp;
+  write_npy(tmp / "src.npy", std::vector<std::int64_t>{0, 1});
+  write_npy(tmp / "dst.npy", std::vector<std::int64_t>{1, 2});
+  write_npy(tmp / "label.npy", std::vector<std::int64_t>{0, 1, 0, 1, 1});
+  const auto ds = load_dataset(tmp.path());
+  CHECK(ds.num_nodes == 5);
+  CHECK(ds.num_classes == 2);
+  write_npy(tmp / "test_mask.npy", std::vector<std::uint8_t>{1, 1, 1});
+  try {
+    load_dataset(tmp.path());
+    FAIL("no exception");
+  } catch (const ShapeError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("test_mask.npy: 3 entries, but label.npy has 5 entries"));
+  }
+  // An edge id past label.npy's length is out of range, not a larger graph.
+  fs::remove(tmp / "test_mask.npy");
+  write_npy(tmp / "dst.npy", std::vector<std::int64_t>{1, 5});
+  CHECK_THROWS_AS(load_dataset(tmp.path()), IdOutOfRange);
+}
+
 }  // namespace test_io_dataset

@@ -585,4 +585,23 @@ TEST_CASE("write_hetero_dataset refuses an inconsistent dataset before writing",
   CHECK_FALSE(fs::exists(tmp / "x"));
 }
 
+TEST_CASE("write_hetero_dataset puts the structural keys of meta.json first and files last",
+          "[io]") {
+  distgraph::test::TempDir tmp;
+  const auto dir = write_toy(tmp);
+  const auto meta = nlohmann::ordered_json::parse(std::ifstream(dir / "meta.json"));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : meta.items()) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"name", "ntypes", "etypes", "num_edges", "target_ntype",
+                                         "num_classes", "feat_dims", "featureless_ntypes", "split",
+                                         "note", "files"});
+  // Types in declaration order, not sorted by name.
+  std::vector<std::string> ntypes;
+  for (const auto& [k, v] : meta.at("ntypes").items()) ntypes.push_back(k);
+  CHECK(ntypes == std::vector<std::string>{"user", "item", "tag"});
+  CHECK(meta.at("num_edges").at("item__has__tag") == 3);
+  CHECK(meta.at("split") == nlohmann::ordered_json{{"train", 2}, {"val", 1}, {"test", 1}});
+  CHECK(meta.at("files").size() == 14);  // 8 edge files, 2 feat, label and 3 masks
+}
+
 }  // namespace test_io_hetero_dataset
