@@ -78,7 +78,7 @@ name_failed_blocks() {
     }
     {
       lines = ""
-      for (l in hit) if (l >= $1 && l <= $2) lines = lines " " l
+      for (l in hit) if (l + 0 >= $1 && l + 0 <= $2) lines = lines " " l  # keys are strings
       if (lines != "")
         printf "FAILED: the snippet at %s:%d-%d does not compile (messages at lines%s)\n",
                doc, $1, $2, lines
