@@ -19,6 +19,12 @@ bool same(const Coo& a, const Coo& b) {
          std::equal(a.dst.begin(), a.dst.end(), b.dst.begin(), b.dst.end());
 }
 
+/// Labels, features and all three masks equal: everything of sbm() but the edges.
+bool same_nodes(const SbmData& a, const SbmData& b) {
+  return a.label == b.label && a.feat == b.feat && a.train_mask == b.train_mask &&
+         a.val_mask == b.val_mask && a.test_mask == b.test_mask;
+}
+
 }  // namespace
 
 TEST_CASE("rmat is deterministic in its seed and independent of the thread count", "[graph]") {
@@ -151,6 +157,32 @@ TEST_CASE("sbm features lie closer to their own class mean than to other class m
   const double acc = static_cast<double>(nearest_is_own) / static_cast<double>(d.label.size());
   CHECK(acc > 0.25);
   CHECK(acc < 0.9);
+}
+
+TEST_CASE("sbm gives the same graph, features and split for the same seed and others for another",
+          "[graph]") {
+  const SbmOptions o{.num_nodes = 3000, .num_classes = 5, .avg_degree = 6, .feat_dim = 8};
+  const SbmData a = sbm(o);
+  const SbmData b = sbm(o);
+  CHECK(same(a.edges, b.edges));
+  CHECK(same_nodes(a, b));
+  SbmOptions other = o;
+  other.seed = o.seed + 1;
+  const SbmData c = sbm(other);
+  CHECK_FALSE(same(a.edges, c.edges));
+  CHECK(a.feat != c.feat);
+  CHECK(a.label != c.label);
+  CHECK(a.train_mask != c.train_mask);
+}
+
+TEST_CASE("sbm draws edges from their own streams: homophily changes the edges alone", "[graph]") {
+  const SbmOptions o{.num_nodes = 3000, .num_classes = 5, .avg_degree = 6, .feat_dim = 8};
+  SbmOptions mixed = o;
+  mixed.homophily = 0.3;
+  const SbmData a = sbm(o);
+  const SbmData b = sbm(mixed);
+  CHECK_FALSE(same(a.edges, b.edges));
+  CHECK(same_nodes(a, b));
 }
 
 }  // namespace test_graph_generators

@@ -604,4 +604,40 @@ TEST_CASE("write_hetero_dataset puts the structural keys of meta.json first and 
   CHECK(meta.at("files").size() == 14);  // 8 edge files, 2 feat, label and 3 masks
 }
 
+TEST_CASE("hsbm differs in every stage for another seed, and a citation count changes only cites",
+          "[io]") {
+  const HsbmOptions o{.num_papers = 500, .num_authors = 150, .num_venues = 8, .seed = 5};
+  const auto d = hsbm_dataset(o);
+  HsbmOptions other_seed = o;
+  other_seed.seed = 6;
+  const auto e = hsbm_dataset(other_seed);
+  CHECK(to_vector(d.label) != to_vector(e.label));
+  for (std::size_t r = 0; r < d.src.size(); ++r) {
+    INFO("edge type " << r);
+    CHECK(
+        (to_vector(d.src[r]) != to_vector(e.src[r]) || to_vector(d.dst[r]) != to_vector(e.dst[r])));
+  }
+  CHECK(to_vector(d.feat[0]) != to_vector(e.feat[0]));
+  CHECK(to_vector(d.feat[1]) != to_vector(e.feat[1]));
+  CHECK(to_vector(d.train_mask) != to_vector(e.train_mask));
+
+  // Each stage has its own random stream: more citations leave the rest as it was.
+  HsbmOptions more_cites = o;
+  more_cites.avg_citations = 2 * o.avg_citations;
+  const auto f = hsbm_dataset(more_cites);
+  CHECK(to_vector(d.label) == to_vector(f.label));
+  for (std::size_t r = 0; r < 4; ++r) {
+    INFO("edge type " << r);
+    CHECK(to_vector(d.src[r]) == to_vector(f.src[r]));
+    CHECK(to_vector(d.dst[r]) == to_vector(f.dst[r]));
+  }
+  CHECK(f.src[4].size() > d.src[4].size());
+  CHECK(to_vector(d.feat[0]) == to_vector(f.feat[0]));
+  CHECK(to_vector(d.feat[1]) == to_vector(f.feat[1]));
+  CHECK(to_vector(d.train_mask) == to_vector(f.train_mask));
+  CHECK(to_vector(d.test_mask) == to_vector(f.test_mask));
+  CHECK(d.meta.at("num_edges").at("author__writes__paper") ==
+        f.meta.at("num_edges").at("author__writes__paper"));
+}
+
 }  // namespace test_io_hetero_dataset

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distgraph/core/buffer.hpp"
@@ -62,6 +63,109 @@ class SplitMix64 {
 /// Work items per RNG stream; fixed so the output is independent of the thread count.
 inline constexpr std::int64_t generator_chunk = 1 << 16;
 
+/// The number of generator_chunk-sized streams that `items` work items take.
+inline std::int64_t stream_count(std::int64_t items) {
+  return (items + generator_chunk - 1) / generator_chunk;
+}
+
+/// The InvalidArgument of generator `who` for a bad option: "who: field value; expected want".
+inline InvalidArgument generator_error(const std::string& who, const std::string& field,
+                                       const std::string& value, const std::string& want) {
+  return InvalidArgument(who + ": " + field + " " + value + "; expected " + want);
+}
+
+/// Throws generator_error unless each split fraction lies in [0, 1] and they sum to <= 1.
+inline void check_split_fractions(const std::string& who, double train, double val, double test) {
+  for (double f : {train, val, test})
+    if (!(f >= 0 && f <= 1))
+      throw generator_error(who, "split fraction", std::to_string(f), "[0, 1]");
+  if (train + val + test > 1 + 1e-9)
+    throw generator_error(who, "train + val + test fraction", std::to_string(train + val + test),
+                          "<= 1");
+}
+
+/// `n` classes drawn uniformly from [0, num_classes), in order from `r`.
+inline std::vector<std::int64_t> uniform_classes(SplitMix64& r, std::size_t n,
+                                                 std::int64_t num_classes) {
+  std::vector<std::int64_t> cls(n);
+  for (auto& c : cls)
+    c = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(num_classes)));
+  return cls;
+}
+
+/// Members of each class (counting sort of `cls`), so a uniform member is one draw.
+struct ClassMembers {
+  std::vector<std::int64_t> begin, members;
+  ClassMembers(const std::vector<std::int64_t>& cls, std::int64_t num_classes)
+      : begin(static_cast<std::size_t>(num_classes) + 1, 0), members(cls.size()) {
+    for (auto c : cls) ++begin[static_cast<std::size_t>(c) + 1];
+    for (std::size_t c = 0; c + 1 < begin.size(); ++c) begin[c + 1] += begin[c];
+    std::vector<std::int64_t> at(begin.begin(), begin.end() - 1);
+    for (std::size_t v = 0; v < cls.size(); ++v)
+      members[static_cast<std::size_t>(at[static_cast<std::size_t>(cls[v])]++)] =
+          static_cast<std::int64_t>(v);
+  }
+  /// With probability `same` (or when no other class has members) a uniform member of
+  /// class c, else a uniform member of the other classes (c's block of `members` is
+  /// skipped); c must have members when chosen.
+  std::int64_t draw(SplitMix64& r, std::int64_t c, double same) const {
+    const auto cz = static_cast<std::size_t>(c);
+    const std::int64_t cb = begin[cz], cs = begin[cz + 1] - cb;
+    const auto n = static_cast<std::int64_t>(members.size());
+    const std::int64_t others = n - cs;
+    if (cs > 0 && (others == 0 || r.uniform() < same))
+      return members[static_cast<std::size_t>(cb) + r.below(static_cast<std::uint64_t>(cs))];
+    if (others == 0) return members[r.below(static_cast<std::uint64_t>(n))];
+    auto i = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(others)));
+    if (i >= cb) i += cs;
+    return members[static_cast<std::size_t>(i)];
+  }
+};
+
+/// Gaussian class centroids of norm ~`norm` (entries N(0, norm^2 / f)), row-major
+/// [num_classes, f]: two centroids lie ~norm * sqrt(2) apart.
+inline std::vector<double> class_centroids(SplitMix64& r, std::int64_t num_classes, std::int64_t f,
+                                           double norm) {
+  std::vector<double> centroid(static_cast<std::size_t>(num_classes) * static_cast<std::size_t>(f));
+  const double scale = f > 0 ? norm / std::sqrt(static_cast<double>(f)) : 0.0;
+  for (auto& x : centroid) x = r.normal() * scale;
+  return centroid;
+}
+
+/// A train/val/test split of n items: a seeded permutation whose first n_train items are
+/// train, the next n_val val, the next n_test test (each fraction of n, rounded).
+struct SeededSplit {
+  std::vector<std::int64_t> perm;
+  std::size_t n_train = 0, n_val = 0, n_test = 0;
+
+  /// Sets each part's items in masks already sized and cleared.
+  template <class Mask>
+  void mark(Mask& train, Mask& val, Mask& test) const {
+    for (std::size_t i = 0; i < n_train + n_val + n_test; ++i) {
+      auto& mask = i < n_train ? train : i < n_train + n_val ? val : test;
+      mask[static_cast<std::size_t>(perm[i])] = 1;
+    }
+  }
+};
+
+/// The split of n items by Fisher-Yates shuffle from `r`: both generators' way, so a
+/// split depends only on the seed and n.
+inline SeededSplit seeded_split(SplitMix64& r, std::int64_t n, double train, double val,
+                                double test) {
+  const auto nz = static_cast<std::size_t>(n);
+  SeededSplit s;
+  s.perm.resize(nz);
+  for (std::int64_t v = 0; v < n; ++v) s.perm[static_cast<std::size_t>(v)] = v;
+  for (std::size_t i = nz; i > 1; --i) std::swap(s.perm[i - 1], s.perm[r.below(i)]);
+  const auto count = [&](double frac) {
+    return static_cast<std::size_t>(std::llround(frac * static_cast<double>(n)));
+  };
+  s.n_train = std::min(nz, count(train));
+  s.n_val = std::min(nz - s.n_train, count(val));
+  s.n_test = std::min(nz - s.n_train - s.n_val, count(test));
+  return s;
+}
+
 }  // namespace detail
 
 /// Parameters of rmat(). Quadrant probabilities are normalised to sum to 1.
@@ -103,7 +207,7 @@ inline std::int64_t rmat_num_generated(const RmatOptions& opts) {
 /// each: a process that generates streams [k0, k1) with rmat_stream makes its share of
 /// exactly the edges rmat() makes, so ranks of a job can generate one graph between them.
 inline std::int64_t rmat_num_streams(const RmatOptions& opts) {
-  return (rmat_num_generated(opts) + detail::generator_chunk - 1) / detail::generator_chunk;
+  return detail::stream_count(rmat_num_generated(opts));
 }
 
 /// Calls `emit(u, v)` for each generated edge of stream `k` of rmat(opts), in order
@@ -192,6 +296,96 @@ struct SbmData {
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;  ///< 1 = in the split
 };
 
+namespace detail {
+
+// sbm's stages, in its order. Random streams: stream 0 draws the labels, the class
+// centroids and the split permutation; streams 1 .. E the edges, one per generator_chunk
+// edges; streams E + 1 .. the features, one per generator_chunk nodes. A stage's output
+// thus depends on the seed and the sizes alone, never on the thread count.
+
+/// Throws InvalidArgument naming the first field of `opts` sbm() cannot use.
+inline void check_sbm_options(const SbmOptions& opts) {
+  const auto bad = [](const std::string& field, const std::string& value, const char* want) {
+    return generator_error("sbm", field, value, want);
+  };
+  if (opts.num_nodes < 1) throw bad("num_nodes", std::to_string(opts.num_nodes), ">= 1");
+  if (opts.num_classes < 1) throw bad("num_classes", std::to_string(opts.num_classes), ">= 1");
+  if (!(opts.avg_degree >= 0)) throw bad("avg_degree", std::to_string(opts.avg_degree), ">= 0");
+  if (!(opts.homophily >= 0 && opts.homophily <= 1))
+    throw bad("homophily", std::to_string(opts.homophily), "[0, 1]");
+  if (opts.feat_dim < 0) throw bad("feat_dim", std::to_string(opts.feat_dim), ">= 0");
+  if (!(opts.feature_noise >= 0))
+    throw bad("feature_noise", std::to_string(opts.feature_noise), ">= 0");
+  check_split_fractions("sbm", opts.train_fraction, opts.val_fraction, opts.test_fraction);
+}
+
+/// The number of undirected edges sbm() draws (before reversal and cleaning).
+inline std::int64_t sbm_num_drawn_edges(const SbmOptions& opts) {
+  return static_cast<std::int64_t>(
+      std::llround(static_cast<double>(opts.num_nodes) * opts.avg_degree / 2.0));
+}
+
+/// Edge stage: each drawn edge picks a uniform endpoint u, then a node of u's class with
+/// probability `homophily`, else one of the other classes; reversed, without self loops
+/// and duplicates, sorted by (src, dst).
+inline Coo sbm_edges(const SbmOptions& opts, const std::vector<std::int64_t>& label,
+                     const ClassMembers& classes) {
+  const std::int64_t n = opts.num_nodes;
+  const std::int64_t m = sbm_num_drawn_edges(opts);
+  std::vector<std::int64_t> src(static_cast<std::size_t>(m)), dst(static_cast<std::size_t>(m));
+  parallel_chunks(
+      0, stream_count(m), opts.num_threads,
+      [&](unsigned, std::int64_t kb, std::int64_t ke) {
+        for (std::int64_t k = kb; k < ke; ++k) {
+          SplitMix64 r(opts.seed, static_cast<std::uint64_t>(1 + k));
+          const std::int64_t e_end = std::min(m, (k + 1) * generator_chunk);
+          for (std::int64_t e = k * generator_chunk; e < e_end; ++e) {
+            const auto u = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(n)));
+            const auto c = label[static_cast<std::size_t>(u)];
+            src[static_cast<std::size_t>(e)] = u;
+            dst[static_cast<std::size_t>(e)] = classes.draw(r, c, opts.homophily);
+          }
+        }
+      },
+      1);
+  const Coo raw{n, Buffer<std::int64_t>(std::move(src)), Buffer<std::int64_t>(std::move(dst))};
+  return build_graph(raw, {.remove_self_loops = true,
+                           .remove_duplicates = true,
+                           .symmetrize = true,
+                           .num_threads = opts.num_threads})
+      .to_coo(opts.num_threads);
+}
+
+/// Feature stage: node v's row is its class centroid (drawn from `rng`, norm ~1) plus
+/// N(0, feature_noise^2) per dimension from the feature streams.
+inline std::vector<float> sbm_features(const SbmOptions& opts,
+                                       const std::vector<std::int64_t>& label, SplitMix64& rng) {
+  const std::int64_t n = opts.num_nodes;
+  const auto fz = static_cast<std::size_t>(opts.feat_dim);
+  const auto centroid = class_centroids(rng, opts.num_classes, opts.feat_dim, 1.0);
+  std::vector<float> feat(static_cast<std::size_t>(n) * fz);
+  const std::int64_t first_stream = 1 + stream_count(sbm_num_drawn_edges(opts));
+  parallel_chunks(
+      0, stream_count(n), opts.num_threads,
+      [&](unsigned, std::int64_t kb, std::int64_t ke) {
+        for (std::int64_t k = kb; k < ke; ++k) {
+          SplitMix64 r(opts.seed, static_cast<std::uint64_t>(first_stream + k));
+          const std::int64_t v_end = std::min(n, (k + 1) * generator_chunk);
+          for (std::int64_t v = k * generator_chunk; v < v_end; ++v) {
+            const auto vz = static_cast<std::size_t>(v);
+            const double* mu = centroid.data() + static_cast<std::size_t>(label[vz]) * fz;
+            float* x = feat.data() + vz * fz;
+            for (std::size_t j = 0; j < fz; ++j)
+              x[j] = static_cast<float>(mu[j] + opts.feature_noise * r.normal());
+          }
+        }
+      },
+      1);
+  return feat;
+}
+
+}  // namespace detail
+
 /// Stochastic block model whose classes a GNN can learn but an MLP only partly can.
 ///
 /// Labels are uniform over classes. Each of num_nodes * avg_degree / 2 undirected edges
@@ -212,125 +406,21 @@ struct SbmData {
 /// Splits are a seeded random permutation: the first train_fraction of it is train, then
 /// val, then test. Deterministic in `seed`. Throws InvalidArgument naming a bad field.
 inline SbmData sbm(const SbmOptions& opts = {}) {
-  auto bad = [](const std::string& field, const std::string& value, const std::string& want) {
-    return InvalidArgument("sbm: " + field + " " + value + "; expected " + want);
-  };
-  if (opts.num_nodes < 1) throw bad("num_nodes", std::to_string(opts.num_nodes), ">= 1");
-  if (opts.num_classes < 1) throw bad("num_classes", std::to_string(opts.num_classes), ">= 1");
-  if (!(opts.avg_degree >= 0)) throw bad("avg_degree", std::to_string(opts.avg_degree), ">= 0");
-  if (!(opts.homophily >= 0 && opts.homophily <= 1))
-    throw bad("homophily", std::to_string(opts.homophily), "[0, 1]");
-  if (opts.feat_dim < 0) throw bad("feat_dim", std::to_string(opts.feat_dim), ">= 0");
-  if (!(opts.feature_noise >= 0))
-    throw bad("feature_noise", std::to_string(opts.feature_noise), ">= 0");
-  for (double f : {opts.train_fraction, opts.val_fraction, opts.test_fraction})
-    if (!(f >= 0 && f <= 1)) throw bad("split fraction", std::to_string(f), "[0, 1]");
-  if (opts.train_fraction + opts.val_fraction + opts.test_fraction > 1 + 1e-9)
-    throw bad("train + val + test fraction",
-              std::to_string(opts.train_fraction + opts.val_fraction + opts.test_fraction), "<= 1");
-
-  const std::int64_t n = opts.num_nodes;
-  const auto nz = static_cast<std::size_t>(n);
-  const auto num_classes = static_cast<std::int64_t>(opts.num_classes);
+  detail::check_sbm_options(opts);
+  const auto nz = static_cast<std::size_t>(opts.num_nodes);
   SbmData out;
-  out.num_classes = num_classes;
+  out.num_classes = opts.num_classes;
   out.feat_dim = opts.feat_dim;
-
-  // Stream 0: labels and the split permutation; streams 1.. : edges; then features.
   detail::SplitMix64 rng(opts.seed, 0);
-  out.label.resize(nz);
-  for (auto& l : out.label) l = static_cast<std::int64_t>(rng.below(num_classes));
-
-  // Nodes grouped by class (counting sort), so "a uniform node of class c" is one draw.
-  std::vector<std::int64_t> class_begin(static_cast<std::size_t>(num_classes) + 1, 0);
-  for (std::int64_t l : out.label) ++class_begin[static_cast<std::size_t>(l) + 1];
-  for (std::size_t c = 0; c < static_cast<std::size_t>(num_classes); ++c)
-    class_begin[c + 1] += class_begin[c];
-  std::vector<std::int64_t> members(nz);
-  {
-    std::vector<std::int64_t> at(class_begin.begin(), class_begin.end() - 1);
-    for (std::int64_t v = 0; v < n; ++v)
-      members[static_cast<std::size_t>(at[static_cast<std::size_t>(out.label[v])]++)] = v;
-  }
-
-  const auto m =
-      static_cast<std::int64_t>(std::llround(static_cast<double>(n) * opts.avg_degree / 2.0));
-  std::vector<std::int64_t> src(static_cast<std::size_t>(m)), dst(static_cast<std::size_t>(m));
-  const std::int64_t edge_streams = (m + detail::generator_chunk - 1) / detail::generator_chunk;
-  parallel_chunks(
-      0, edge_streams, opts.num_threads,
-      [&](unsigned, std::int64_t kb, std::int64_t ke) {
-        for (std::int64_t k = kb; k < ke; ++k) {
-          detail::SplitMix64 r(opts.seed, static_cast<std::uint64_t>(1 + k));
-          const std::int64_t e_end = std::min(m, (k + 1) * detail::generator_chunk);
-          for (std::int64_t e = k * detail::generator_chunk; e < e_end; ++e) {
-            const auto u = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(n)));
-            const auto c = static_cast<std::size_t>(out.label[static_cast<std::size_t>(u)]);
-            const std::int64_t cb = class_begin[c], cs = class_begin[c + 1] - cb;
-            const std::int64_t others = n - cs;
-            std::int64_t v;
-            if (others == 0 || r.uniform() < opts.homophily) {
-              v = members[static_cast<std::size_t>(cb) + r.below(static_cast<std::uint64_t>(cs))];
-            } else {
-              // Uniform over nodes outside class c: skip c's block in `members`.
-              auto i = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(others)));
-              if (i >= cb) i += cs;
-              v = members[static_cast<std::size_t>(i)];
-            }
-            src[static_cast<std::size_t>(e)] = u;
-            dst[static_cast<std::size_t>(e)] = v;
-          }
-        }
-      },
-      1);
-  const Coo raw{n, Buffer<std::int64_t>(std::move(src)), Buffer<std::int64_t>(std::move(dst))};
-  out.edges = build_graph(raw, {.remove_self_loops = true,
-                                .remove_duplicates = true,
-                                .symmetrize = true,
-                                .num_threads = opts.num_threads})
-                  .to_coo(opts.num_threads);
-
-  const std::int64_t f = opts.feat_dim;
-  const auto fz = static_cast<std::size_t>(f);
-  std::vector<double> centroid(static_cast<std::size_t>(num_classes) * fz);
-  const double inv_sqrt_f = f > 0 ? 1.0 / std::sqrt(static_cast<double>(f)) : 0.0;
-  for (auto& x : centroid) x = rng.normal() * inv_sqrt_f;
-  out.feat.resize(nz * fz);
-  const std::int64_t feat_streams = (n + detail::generator_chunk - 1) / detail::generator_chunk;
-  parallel_chunks(
-      0, feat_streams, opts.num_threads,
-      [&](unsigned, std::int64_t kb, std::int64_t ke) {
-        for (std::int64_t k = kb; k < ke; ++k) {
-          detail::SplitMix64 r(opts.seed, static_cast<std::uint64_t>(1 + edge_streams + k));
-          const std::int64_t v_end = std::min(n, (k + 1) * detail::generator_chunk);
-          for (std::int64_t v = k * detail::generator_chunk; v < v_end; ++v) {
-            const auto vz = static_cast<std::size_t>(v);
-            const double* mu = centroid.data() + static_cast<std::size_t>(out.label[vz]) * fz;
-            float* x = out.feat.data() + vz * fz;
-            for (std::size_t j = 0; j < fz; ++j)
-              x[j] = static_cast<float>(mu[j] + opts.feature_noise * r.normal());
-          }
-        }
-      },
-      1);
-
-  std::vector<std::int64_t> perm(nz);
-  for (std::int64_t v = 0; v < n; ++v) perm[static_cast<std::size_t>(v)] = v;
-  for (std::size_t i = nz; i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
-  const auto count = [&](double frac) {
-    return static_cast<std::size_t>(std::llround(frac * static_cast<double>(n)));
-  };
-  const std::size_t n_train = std::min(nz, count(opts.train_fraction));
-  const std::size_t n_val = std::min(nz - n_train, count(opts.val_fraction));
-  const std::size_t n_test = std::min(nz - n_train - n_val, count(opts.test_fraction));
+  out.label = detail::uniform_classes(rng, nz, out.num_classes);
+  out.edges = detail::sbm_edges(opts, out.label, detail::ClassMembers(out.label, out.num_classes));
+  out.feat = detail::sbm_features(opts, out.label, rng);
+  const auto split = detail::seeded_split(rng, opts.num_nodes, opts.train_fraction,
+                                          opts.val_fraction, opts.test_fraction);
   out.train_mask.assign(nz, 0);
   out.val_mask.assign(nz, 0);
   out.test_mask.assign(nz, 0);
-  for (std::size_t i = 0; i < n_train; ++i) out.train_mask[static_cast<std::size_t>(perm[i])] = 1;
-  for (std::size_t i = n_train; i < n_train + n_val; ++i)
-    out.val_mask[static_cast<std::size_t>(perm[i])] = 1;
-  for (std::size_t i = n_train + n_val; i < n_train + n_val + n_test; ++i)
-    out.test_mask[static_cast<std::size_t>(perm[i])] = 1;
+  split.mark(out.train_mask, out.val_mask, out.test_mask);
   return out;
 }
 

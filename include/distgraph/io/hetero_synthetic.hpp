@@ -63,48 +63,149 @@ inline std::pair<Buffer<std::int64_t>, Buffer<std::int64_t>> reversed_edges(
   return sorted_edges(std::move(pairs));
 }
 
-/// Members of each class (counting sort of `cls`), so a uniform member is one draw.
-struct ClassMembers {
-  std::vector<std::int64_t> begin, members;
-  ClassMembers(const std::vector<std::int64_t>& cls, std::int64_t num_classes)
-      : begin(static_cast<std::size_t>(num_classes) + 1, 0), members(cls.size()) {
-    for (auto c : cls) ++begin[static_cast<std::size_t>(c) + 1];
-    for (std::size_t c = 0; c + 1 < begin.size(); ++c) begin[c + 1] += begin[c];
-    std::vector<std::int64_t> at(begin.begin(), begin.end() - 1);
-    for (std::size_t v = 0; v < cls.size(); ++v)
-      members[static_cast<std::size_t>(at[static_cast<std::size_t>(cls[v])]++)] =
-          static_cast<std::int64_t>(v);
-  }
-  /// With probability `same` (or when no other class has members) a uniform member of
-  /// class c, else a uniform member of the other classes; c must have members when chosen.
-  std::int64_t draw(SplitMix64& r, std::int64_t c, double same) const {
-    const auto cz = static_cast<std::size_t>(c);
-    const std::int64_t cb = begin[cz], cs = begin[cz + 1] - cb;
-    const auto n = static_cast<std::int64_t>(members.size());
-    const std::int64_t others = n - cs;
-    if (cs > 0 && (others == 0 || r.uniform() < same))
-      return members[static_cast<std::size_t>(cb) + r.below(static_cast<std::uint64_t>(cs))];
-    if (others == 0) return members[r.below(static_cast<std::uint64_t>(n))];
-    auto i = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(others)));
-    if (i >= cb) i += cs;
-    return members[static_cast<std::size_t>(i)];
-  }
-};
-
 /// Gaussian class centroids of norm ~`signal` (entries N(0, signal^2 / F)) plus N(0, 1)
 /// noise per dimension, row-major [cls.size(), f].
 inline Buffer<float> centroid_features(SplitMix64& r, const std::vector<std::int64_t>& cls,
                                        std::int64_t num_classes, std::int64_t f, double signal) {
   const auto fz = static_cast<std::size_t>(f);
-  std::vector<double> centroid(static_cast<std::size_t>(num_classes) * fz);
-  const double scale = f > 0 ? signal / std::sqrt(static_cast<double>(f)) : 0.0;
-  for (auto& x : centroid) x = r.normal() * scale;
+  const auto centroid = class_centroids(r, num_classes, f, signal);
   std::vector<float> out(cls.size() * fz);
   for (std::size_t v = 0; v < cls.size(); ++v) {
     const double* mu = centroid.data() + static_cast<std::size_t>(cls[v]) * fz;
     for (std::size_t j = 0; j < fz; ++j) out[v * fz + j] = static_cast<float>(mu[j] + r.normal());
   }
   return Buffer<float>(std::move(out));
+}
+
+/// Throws InvalidArgument naming the first field of `o` hsbm_dataset cannot use.
+inline void check_hsbm_options(const HsbmOptions& o) {
+  const auto bad = [](const std::string& field, const std::string& value, const char* want) {
+    return generator_error("hsbm", field, value, want);
+  };
+  if (o.num_classes < 1) throw bad("num_classes", std::to_string(o.num_classes), ">= 1");
+  if (o.num_papers < 1) throw bad("num_papers", std::to_string(o.num_papers), ">= 1");
+  if (o.num_authors < 1) throw bad("num_authors", std::to_string(o.num_authors), ">= 1");
+  if (o.num_venues < o.num_classes)
+    throw bad("num_venues", std::to_string(o.num_venues), ">= num_classes");
+  if (o.paper_feat_dim < 0 || o.author_feat_dim < 0)
+    throw bad("feat dim", std::to_string(std::min(o.paper_feat_dim, o.author_feat_dim)), ">= 0");
+  if (o.max_authors_per_paper < 1)
+    throw bad("max_authors_per_paper", std::to_string(o.max_authors_per_paper), ">= 1");
+  if (!(o.avg_citations >= 0)) throw bad("avg_citations", std::to_string(o.avg_citations), ">= 0");
+  for (double p : {o.venue_purity, o.author_affinity, o.citation_homophily})
+    if (!(p >= 0 && p <= 1)) throw bad("probability", std::to_string(p), "[0, 1]");
+  for (double s : {o.paper_signal, o.author_signal})
+    if (!(s >= 0)) throw bad("signal", std::to_string(s), ">= 0");
+  check_split_fractions("hsbm", o.train_fraction, o.val_fraction, o.test_fraction);
+}
+
+using EdgePairs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// Each paper's one venue, of the paper's class with probability venue_purity; drawn
+/// from `r` after the classes, as (paper, venue) pairs.
+inline EdgePairs hsbm_venues(const HsbmOptions& o, const std::vector<std::int64_t>& paper_class,
+                             const ClassMembers& venues, SplitMix64& r) {
+  EdgePairs pv(paper_class.size());
+  for (std::int64_t p = 0; p < o.num_papers; ++p) {
+    const auto c = paper_class[static_cast<std::size_t>(p)];
+    pv[static_cast<std::size_t>(p)] = {p, venues.draw(r, c, o.venue_purity)};
+  }
+  return pv;
+}
+
+/// Each paper's 1..max_authors_per_paper authors, each of the paper's community with
+/// probability author_affinity, as (author, paper) pairs.
+inline EdgePairs hsbm_authors(const HsbmOptions& o, const std::vector<std::int64_t>& paper_class,
+                              const ClassMembers& authors, SplitMix64& r) {
+  EdgePairs ap;
+  for (std::int64_t p = 0; p < o.num_papers; ++p) {
+    const auto c = paper_class[static_cast<std::size_t>(p)];
+    const auto k =
+        1 + static_cast<int>(r.below(static_cast<std::uint64_t>(o.max_authors_per_paper)));
+    // An author's community may be empty for tiny author counts: draw then falls back.
+    for (int i = 0; i < k; ++i) ap.emplace_back(authors.draw(r, c, o.author_affinity), p);
+  }
+  return ap;
+}
+
+/// avg_citations * num_papers citations from a uniform paper to one of its class with
+/// probability citation_homophily, each stored both ways; self-citations are dropped.
+inline EdgePairs hsbm_citations(const HsbmOptions& o, const std::vector<std::int64_t>& paper_class,
+                                const ClassMembers& papers, SplitMix64& r) {
+  const std::int64_t P = o.num_papers;
+  const auto num_cites =
+      static_cast<std::int64_t>(std::llround(static_cast<double>(P) * o.avg_citations));
+  EdgePairs cites;
+  for (std::int64_t i = 0; i < num_cites && P > 1; ++i) {
+    const auto u = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(P)));
+    const auto v = papers.draw(r, paper_class[static_cast<std::size_t>(u)], o.citation_homophily);
+    if (u == v) continue;
+    cites.emplace_back(u, v);
+    cites.emplace_back(v, u);
+  }
+  return cites;
+}
+
+/// Assembly: the five edge types, each sorted and duplicate-free, the rev_ types the
+/// reversed pairs; sets d.src, d.dst and d.types.
+inline void hsbm_edge_types(const HsbmOptions& o, EdgePairs writes, EdgePairs published_in,
+                            EdgePairs cites, HeteroDataset& d) {
+  auto [w_src, w_dst] = sorted_edges(std::move(writes));
+  auto [rw_src, rw_dst] = reversed_edges(w_src, w_dst);
+  auto [p_src, p_dst] = sorted_edges(std::move(published_in));
+  auto [rp_src, rp_dst] = reversed_edges(p_src, p_dst);
+  auto [c_src, c_dst] = sorted_edges(std::move(cites));
+  d.src = {w_src, rw_src, p_src, rp_src, c_src};
+  d.dst = {w_dst, rw_dst, p_dst, rp_dst, c_dst};
+  std::vector<std::int64_t> edge_counts;
+  for (const auto& s : d.src) edge_counts.push_back(static_cast<std::int64_t>(s.size()));
+  d.types = TypeMap({"paper", "author", "venue"}, {o.num_papers, o.num_authors, o.num_venues},
+                    {{"author", "writes", "paper"},
+                     {"paper", "rev_writes", "author"},
+                     {"paper", "published_in", "venue"},
+                     {"venue", "rev_published_in", "paper"},
+                     {"paper", "cites", "paper"}},
+                    edge_counts);
+}
+
+/// meta.json of the generated dataset: the declarations write_hetero_dataset would
+/// write, the split sizes, notes on the features, each venue's class and the options.
+inline nlohmann::json hsbm_meta(const HsbmOptions& o, const HeteroDataset& d,
+                                const std::vector<std::int64_t>& venue_class) {
+  const auto decl = type_declarations_json(d.types, d.feat_dim);
+  return {{"name", d.name},
+          {"ntypes", nlohmann::json(decl.ntypes)},
+          {"etypes", nlohmann::json(decl.etypes)},
+          {"num_edges", nlohmann::json(decl.num_edges)},
+          {"target_ntype", d.target_ntype},
+          {"num_classes", d.num_classes},
+          {"feat_dims", nlohmann::json(decl.feat_dims)},
+          {"featureless_ntypes", nlohmann::json(decl.featureless_ntypes)},
+          {"split",
+           {{"train", Dataset::count(d.train_mask)},
+            {"val", Dataset::count(d.val_mask)},
+            {"test", Dataset::count(d.test_mask)}}},
+          {"split_note", "seeded random permutation of the papers: train, then val, then test"},
+          {"features",
+           {{"paper", "weak class centroid (norm paper_signal) + N(0, 1) noise per dimension"},
+            {"author", "community centroid (norm author_signal) + N(0, 1) noise per dimension"},
+            {"venue", "none (featureless)"}}},
+          {"venue_class", venue_class},
+          {"hsbm",
+           {{"num_papers", o.num_papers},
+            {"num_authors", o.num_authors},
+            {"num_venues", o.num_venues},
+            {"num_classes", o.num_classes},
+            {"paper_feat_dim", o.paper_feat_dim},
+            {"author_feat_dim", o.author_feat_dim},
+            {"paper_signal", o.paper_signal},
+            {"author_signal", o.author_signal},
+            {"venue_purity", o.venue_purity},
+            {"author_affinity", o.author_affinity},
+            {"max_authors_per_paper", o.max_authors_per_paper},
+            {"avg_citations", o.avg_citations},
+            {"citation_homophily", o.citation_homophily},
+            {"seed", o.seed}}}};
 }
 
 }  // namespace detail
@@ -137,85 +238,28 @@ inline Buffer<float> centroid_features(SplitMix64& r, const std::vector<std::int
 /// citations add a little on top, so a 2-layer heterogeneous GNN should land near 0.9
 /// and a features-only MLP near 0.3. Throws InvalidArgument naming a bad field.
 inline HeteroDataset hsbm_dataset(const HsbmOptions& o = {}) {
-  auto bad = [](const std::string& field, const std::string& value, const std::string& want) {
-    return InvalidArgument("hsbm: " + field + " " + value + "; expected " + want);
-  };
-  if (o.num_classes < 1) throw bad("num_classes", std::to_string(o.num_classes), ">= 1");
-  if (o.num_papers < 1) throw bad("num_papers", std::to_string(o.num_papers), ">= 1");
-  if (o.num_authors < 1) throw bad("num_authors", std::to_string(o.num_authors), ">= 1");
-  if (o.num_venues < o.num_classes)
-    throw bad("num_venues", std::to_string(o.num_venues), ">= num_classes");
-  if (o.paper_feat_dim < 0 || o.author_feat_dim < 0)
-    throw bad("feat dim", std::to_string(std::min(o.paper_feat_dim, o.author_feat_dim)), ">= 0");
-  if (o.max_authors_per_paper < 1)
-    throw bad("max_authors_per_paper", std::to_string(o.max_authors_per_paper), ">= 1");
-  if (!(o.avg_citations >= 0)) throw bad("avg_citations", std::to_string(o.avg_citations), ">= 0");
-  for (double p : {o.venue_purity, o.author_affinity, o.citation_homophily})
-    if (!(p >= 0 && p <= 1)) throw bad("probability", std::to_string(p), "[0, 1]");
-  for (double s : {o.paper_signal, o.author_signal})
-    if (!(s >= 0)) throw bad("signal", std::to_string(s), ">= 0");
-  for (double f : {o.train_fraction, o.val_fraction, o.test_fraction})
-    if (!(f >= 0 && f <= 1)) throw bad("split fraction", std::to_string(f), "[0, 1]");
-  if (o.train_fraction + o.val_fraction + o.test_fraction > 1 + 1e-9)
-    throw bad("train + val + test fraction",
-              std::to_string(o.train_fraction + o.val_fraction + o.test_fraction), "<= 1");
-
+  detail::check_hsbm_options(o);
   using detail::SplitMix64;
-  const std::int64_t C = o.num_classes, P = o.num_papers, A = o.num_authors, V = o.num_venues;
-  const auto pz = static_cast<std::size_t>(P);
+  const std::int64_t C = o.num_classes;
   // One stream per stage, so changing one size does not reshuffle unrelated stages.
   SplitMix64 r_class(o.seed, 0), r_write(o.seed, 1), r_cite(o.seed, 2), r_feat(o.seed, 3),
       r_split(o.seed, 4);
 
-  std::vector<std::int64_t> paper_class(pz), author_comm(static_cast<std::size_t>(A)),
-      venue_class(static_cast<std::size_t>(V));
-  for (std::int64_t v = 0; v < V; ++v) venue_class[static_cast<std::size_t>(v)] = v % C;
-  for (auto& c : paper_class) c = static_cast<std::int64_t>(r_class.below(C));
-  for (auto& c : author_comm) c = static_cast<std::int64_t>(r_class.below(C));
+  std::vector<std::int64_t> venue_class(static_cast<std::size_t>(o.num_venues));
+  for (std::int64_t v = 0; v < o.num_venues; ++v) venue_class[static_cast<std::size_t>(v)] = v % C;
+  const auto paper_class =
+      detail::uniform_classes(r_class, static_cast<std::size_t>(o.num_papers), C);
+  const auto author_comm =
+      detail::uniform_classes(r_class, static_cast<std::size_t>(o.num_authors), C);
   const detail::ClassMembers venues(venue_class, C), authors(author_comm, C),
       papers(paper_class, C);
 
-  std::vector<std::pair<std::int64_t, std::int64_t>> pv(pz), ap, cites;
-  for (std::int64_t p = 0; p < P; ++p) {
-    const auto c = paper_class[static_cast<std::size_t>(p)];
-    pv[static_cast<std::size_t>(p)] = {p, venues.draw(r_class, c, o.venue_purity)};
-  }
-  for (std::int64_t p = 0; p < P; ++p) {
-    const auto c = paper_class[static_cast<std::size_t>(p)];
-    const auto k =
-        1 + static_cast<int>(r_write.below(static_cast<std::uint64_t>(o.max_authors_per_paper)));
-    // An author's community may be empty for tiny author counts: draw then falls back.
-    for (int i = 0; i < k; ++i) ap.emplace_back(authors.draw(r_write, c, o.author_affinity), p);
-  }
-  const auto num_cites =
-      static_cast<std::int64_t>(std::llround(static_cast<double>(P) * o.avg_citations));
-  for (std::int64_t i = 0; i < num_cites && P > 1; ++i) {
-    const auto u = static_cast<std::int64_t>(r_cite.below(static_cast<std::uint64_t>(P)));
-    const auto v =
-        papers.draw(r_cite, paper_class[static_cast<std::size_t>(u)], o.citation_homophily);
-    if (u == v) continue;
-    cites.emplace_back(u, v);
-    cites.emplace_back(v, u);
-  }
-
   HeteroDataset d;
   d.name = "hsbm";
-  auto [w_src, w_dst] = detail::sorted_edges(std::move(ap));
-  auto [rw_src, rw_dst] = detail::reversed_edges(w_src, w_dst);
-  auto [p_src, p_dst] = detail::sorted_edges(std::move(pv));
-  auto [rp_src, rp_dst] = detail::reversed_edges(p_src, p_dst);
-  auto [c_src, c_dst] = detail::sorted_edges(std::move(cites));
-  d.src = {w_src, rw_src, p_src, rp_src, c_src};
-  d.dst = {w_dst, rw_dst, p_dst, rp_dst, c_dst};
-  std::vector<std::int64_t> edge_counts;
-  for (const auto& s : d.src) edge_counts.push_back(static_cast<std::int64_t>(s.size()));
-  d.types = TypeMap({"paper", "author", "venue"}, {P, A, V},
-                    {{"author", "writes", "paper"},
-                     {"paper", "rev_writes", "author"},
-                     {"paper", "published_in", "venue"},
-                     {"venue", "rev_published_in", "paper"},
-                     {"paper", "cites", "paper"}},
-                    edge_counts);
+  auto pv = detail::hsbm_venues(o, paper_class, venues, r_class);
+  auto ap = detail::hsbm_authors(o, paper_class, authors, r_write);
+  auto cites = detail::hsbm_citations(o, paper_class, papers, r_cite);
+  detail::hsbm_edge_types(o, std::move(ap), std::move(pv), std::move(cites), d);
 
   d.feat = {detail::centroid_features(r_feat, paper_class, C, o.paper_feat_dim, o.paper_signal),
             detail::centroid_features(r_feat, author_comm, C, o.author_feat_dim, o.author_signal),
@@ -227,73 +271,14 @@ inline HeteroDataset hsbm_dataset(const HsbmOptions& o = {}) {
   d.label = Buffer<std::int64_t>(paper_class);
   d.num_classes = C;
 
-  // Split: a seeded permutation of the papers, as sbm() does.
-  std::vector<std::int64_t> perm(pz);
-  for (std::int64_t p = 0; p < P; ++p) perm[static_cast<std::size_t>(p)] = p;
-  for (std::size_t i = pz; i > 1; --i) std::swap(perm[i - 1], perm[r_split.below(i)]);
-  const auto count = [&](double frac) {
-    return static_cast<std::size_t>(std::llround(frac * static_cast<double>(P)));
-  };
-  const std::size_t n_train = std::min(pz, count(o.train_fraction));
-  const std::size_t n_val = std::min(pz - n_train, count(o.val_fraction));
-  const std::size_t n_test = std::min(pz - n_train - n_val, count(o.test_fraction));
+  const auto pz = static_cast<std::size_t>(o.num_papers);
+  const auto split = detail::seeded_split(r_split, o.num_papers, o.train_fraction, o.val_fraction,
+                                          o.test_fraction);
   d.train_mask = Buffer<bool>::zeros(pz);
   d.val_mask = Buffer<bool>::zeros(pz);
   d.test_mask = Buffer<bool>::zeros(pz);
-  for (std::size_t i = 0; i < n_train + n_val + n_test; ++i) {
-    auto& mask = i < n_train ? d.train_mask : i < n_train + n_val ? d.val_mask : d.test_mask;
-    mask[static_cast<std::size_t>(perm[i])] = true;
-  }
-
-  nlohmann::json ntypes = nlohmann::json::object(), etypes = nlohmann::json::array(),
-                 num_edges = nlohmann::json::object();
-  for (std::int32_t t = 0; t < d.types.num_node_types(); ++t)
-    ntypes[d.types.node_type_name(NodeType(t))] = d.types.num_nodes(NodeType(t));
-  for (std::int32_t e = 0; e < d.types.num_edge_types(); ++e) {
-    const auto& c = d.types.edge_type(EdgeType(e));
-    etypes.push_back({c.src_type, c.edge_type, c.dst_type});
-    num_edges[detail::edge_folder_name(c)] = d.types.num_edges(EdgeType(e));
-  }
-  d.meta = {{"name", d.name},
-            {"ntypes", ntypes},
-            {"etypes", etypes},
-            {"num_edges", num_edges},
-            {"target_ntype", d.target_ntype},
-            {"num_classes", d.num_classes},
-            {"feat_dims", nlohmann::json::object()},
-            {"featureless_ntypes", nlohmann::json::array()},
-            {"split",
-             {{"train", Dataset::count(d.train_mask)},
-              {"val", Dataset::count(d.val_mask)},
-              {"test", Dataset::count(d.test_mask)}}},
-            {"split_note", "seeded random permutation of the papers: train, then val, then test"},
-            {"features",
-             {{"paper", "weak class centroid (norm paper_signal) + N(0, 1) noise per dimension"},
-              {"author", "community centroid (norm author_signal) + N(0, 1) noise per dimension"},
-              {"venue", "none (featureless)"}}},
-            {"venue_class", venue_class},
-            {"hsbm",
-             {{"num_papers", o.num_papers},
-              {"num_authors", o.num_authors},
-              {"num_venues", o.num_venues},
-              {"num_classes", o.num_classes},
-              {"paper_feat_dim", o.paper_feat_dim},
-              {"author_feat_dim", o.author_feat_dim},
-              {"paper_signal", o.paper_signal},
-              {"author_signal", o.author_signal},
-              {"venue_purity", o.venue_purity},
-              {"author_affinity", o.author_affinity},
-              {"max_authors_per_paper", o.max_authors_per_paper},
-              {"avg_citations", o.avg_citations},
-              {"citation_homophily", o.citation_homophily},
-              {"seed", o.seed}}}};
-  for (std::int32_t t = 0; t < d.types.num_node_types(); ++t) {
-    const auto& nt = d.types.node_type_name(NodeType(t));
-    if (d.feat_dim[static_cast<std::size_t>(t)] > 0)
-      d.meta["feat_dims"][nt] = d.feat_dim[static_cast<std::size_t>(t)];
-    else
-      d.meta["featureless_ntypes"].push_back(nt);
-  }
+  split.mark(d.train_mask, d.val_mask, d.test_mask);
+  d.meta = detail::hsbm_meta(o, d, venue_class);
   return d;
 }
 
