@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -47,15 +48,14 @@ inline Outputs parse_outputs(const std::string& s) {
 /// empty elsewhere).
 template <class Graph>
 nlohmann::json infer_on(Graph g, NodeModel& model, const Outputs& want,
-                        const std::filesystem::path& out,
-                        std::int32_t rank, std::int64_t batch_size, const nlohmann::json& about) {
+                        const std::filesystem::path& out, std::int32_t rank,
+                        std::int64_t batch_size, const nlohmann::json& about) {
   Stopwatch clock;
-  const LayerwiseResult r =
-      layerwise_inference(g, model,
-                          {.batch_size = batch_size,
-                           .embeddings = want.embeddings,
-                           .logits = want.predictions,
-                           .rank = rank});
+  const LayerwiseResult r = layerwise_inference(g, model,
+                                                {.batch_size = batch_size,
+                                                 .embeddings = want.embeddings,
+                                                 .logits = want.predictions,
+                                                 .rank = rank});
   const double infer_s = clock.seconds();
   using FloatTensor = typename Graph::template tensor_type<float>;
   using IdTensor = typename Graph::template tensor_type<std::int64_t>;
@@ -66,7 +66,7 @@ nlohmann::json infer_on(Graph g, NodeModel& model, const Outputs& want,
     emb_cols = r.embeddings.size(1);
     emb = g.template create_ndata<float>(embeddings_tensor, emb_cols);
     emb->push(r.nodes, std::span<const float>(r.embeddings.data_ptr<float>(),
-                                               static_cast<std::size_t>(r.embeddings.numel())));
+                                              static_cast<std::size_t>(r.embeddings.numel())));
   }
   if (want.predictions) {
     const torch::Tensor classes = r.logits.argmax(1).contiguous();
@@ -115,6 +115,28 @@ nlohmann::json infer_on(Graph g, NodeModel& model, const Outputs& want,
   const std::string text = j.dump(2) + "\n";
   distgraph::write_file_durably(out / "infer.json", {std::as_bytes(std::span(text))});
   return j;
+}
+
+/// Prints infer.json's object: as one JSON line with --json, else as a sentence.
+inline void print_infer_result(const nlohmann::json& j, bool json) {
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::string layers;
+    for (const auto& s : j["layer_s"]) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.3f", layers.empty() ? "" : ", ", s.get<double>());
+      layers += buf;
+    }
+    std::printf(
+        "inferred %lld nodes (%s) in %.3f s: layers %s s, writing %.3f s; %s, %lld part(s), "
+        "%lld trainer(s)\n",
+        j["nodes"].get<long long>(), j["output"].get<std::string>().c_str(),
+        j["seconds"].get<double>(), layers.c_str(), j["write_s"].get<double>(),
+        j["mode"].get<std::string>().c_str(), j["parts"].get<long long>(),
+        j["trainers"].get<long long>());
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace distgraph::cli
