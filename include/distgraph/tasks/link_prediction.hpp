@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -21,31 +22,31 @@
 #include "distgraph/loaders/edge_data_loader.hpp"
 #include "distgraph/loaders/loader_features.hpp"
 #include "distgraph/nn/graph_sage.hpp"
+#include "distgraph/tasks/epoch_loop.hpp"
+#include "distgraph/tasks/recipe_options.hpp"
 #include "distgraph/tasks/training_run.hpp"
 #include "distgraph/train/trainer.hpp"
 
 namespace distgraph {
 
-/// The recipe of a link-prediction run (defaults as `distgraph train --task link`).
-struct LinkPredictionOptions {
-  std::int64_t epochs = 10;
-  std::int64_t hidden = 64;  ///< hidden and output width (the dot product's dimension)
-  std::vector<std::int64_t> fanouts{10, 25};
-  std::int64_t batch_size = 1000;  ///< positive edges per trainer and batch
+/// The recipe of a link-prediction run (defaults as `distgraph train --task link`: 10
+/// epochs, no weight decay or dropout, the best validation epoch's model). The fields
+/// every task shares are RecipeOptions'; `hidden` is the output width too (the dot
+/// product's dimension), `batch_size` and `eval_batch_size` count positive edges, and the
+/// metric is always ROC-AUC.
+struct LinkPredictionOptions : RecipeOptions {
+  LinkPredictionOptions() {
+    epochs = 10;
+    weight_decay = 0;
+    dropout = 0;
+    input_dropout = 0;  // the model has none
+    metric = Metric::roc_auc;
+    eval_batch_size = 1000;
+  }
   std::int64_t num_negatives = 1;  ///< uniform negatives per positive edge
   /// Edges held out for validation and test (an edge and its reverse go together).
   double val_fraction = 0.05, test_fraction = 0.05;
-  double lr = 0.01;
-  double weight_decay = 0;
-  double dropout = 0;
   Aggregator aggregator = Aggregator::mean;
-  std::uint64_t seed = 0;
-  torch::Device device = torch::kCPU;
-  unsigned num_prefetch_threads = 1;
-  std::string feature = "feat";
-  std::filesystem::path out;  ///< as NodeClassificationOptions::out
-  bool resume = false;        ///< as NodeClassificationOptions::resume
-  std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
 };
 
 namespace detail {
@@ -121,6 +122,38 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
   acc.add(torch::stack({torch::zeros_like(s), s}, 1), y);
 }
 
+/// One link-prediction training epoch: binary cross-entropy of the positive pairs'
+/// scores against the negatives' (train_metric: their ROC-AUC).
+template <class TrainerT, class Loader>
+EpochStats train_link_epoch(TrainerT& trainer, Loader& loader, std::int64_t e) {
+  return train_epoch_with(
+      trainer, loader, e, Metric::roc_auc,
+      [&](EdgeBatch& b, MetricAccumulator& acc, RemoteTraffic&) {
+        const auto [pos, neg] = pair_scores(trainer.forward(b, true), b);
+        add_pairs(acc, pos, neg);
+        const torch::Tensor logits = torch::cat({pos, neg});
+        const torch::Tensor labels = torch::cat({torch::ones_like(pos), torch::zeros_like(neg)});
+        return BatchLoss{torch::binary_cross_entropy_with_logits(logits, labels),
+                         static_cast<double>(logits.size(0))};
+      },
+      [] {});
+}
+
+/// The ROC-AUC of `loader`'s pairs over all trainers (no loss: NaN).
+template <class TrainerT, class Loader>
+EvalResult evaluate_links(TrainerT& trainer, Loader& loader, std::int64_t epoch) {
+  torch::NoGradGuard no_grad;
+  MetricAccumulator acc;
+  loader.begin_epoch(epoch);
+  while (auto b = loader.next()) {
+    const auto [pos, neg] = pair_scores(trainer.forward(*b, false), *b);
+    add_pairs(acc, pos, neg);
+  }
+  EvalResult r = acc.reduce(trainer.group(), Metric::roc_auc, trainer.collective_timeout());
+  r.loss = std::numeric_limits<double>::quiet_NaN();
+  return r;
+}
+
 }  // namespace detail
 
 /// Trains GraphSAGE (output width o.hidden) so that the dot product of two nodes'
@@ -128,18 +161,20 @@ inline void add_pairs(MetricAccumulator& acc, const torch::Tensor& pos, const to
 /// positives against o.num_negatives uniform negatives each, the batch's edges and their
 /// reverses excluded from its sampled neighbourhood (the model never sees the link it
 /// scores). Held-out edges (o.val_fraction, o.test_fraction) give the validation ROC-AUC
-/// after every epoch and the test ROC-AUC at the end. Run log, checkpoints, resume and
-/// errors as train_node_classification; the result's metric is roc_auc.
+/// (the epochs are train_epochs': early stopping, the best epoch's model) and the test
+/// ROC-AUC at the end. Run log, checkpoints, resume and errors as
+/// train_node_classification; the result's metric is roc_auc.
 template <TrainingGraph Graph>
 RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
-                                               const TrainerGroups& groups = {},
-                                               const EpochCallback& on_epoch = {}) {
-  const auto& group = groups.control;
-  if (o.epochs < 1 || o.hidden < 1 || o.batch_size < 1 || o.num_negatives < 1 || o.fanouts.empty())
-    throw InvalidArgument(
-        "link prediction: epochs, hidden, batch size and negatives must be >= 1, with fanouts");
+                                const TrainerGroups& groups = {},
+                                const EpochCallback& on_epoch = {}) {
+  check_recipe(o);
+  if (o.num_negatives < 1)
+    throw InvalidArgument("link prediction: negatives " + std::to_string(o.num_negatives) +
+                          "; expected >= 1");
   if (!(o.val_fraction >= 0 && o.test_fraction >= 0 && o.val_fraction + o.test_fraction < 1))
     throw InvalidArgument("link prediction: held-out fractions must be >= 0 and sum below 1");
+  const auto& group = groups.control;
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
   const auto split = detail::split_edges(g, o);
@@ -148,15 +183,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
   res.feat_dim = detail::open_feature(g, o.feature).num_cols();
 
   using Loader = EdgeDataLoader<Graph>;
-  const LoaderOptions lo{.batch_size = o.batch_size,
-                         .shuffle = true,
-                         .seed = o.seed,
-                         .rank = rank,
-                         .num_prefetch_threads = o.num_prefetch_threads,
-                         .prefetch_next_epoch = true,
-                         .last_epoch = o.epochs - 1,
-                         .feature = o.feature,
-                         .label = ""};
+  const LoaderOptions lo = training_loader_options(o, rank, o.feature, "");
   const EdgeLoaderOptions elo{.num_negatives = o.num_negatives,
                               .exclude = ExcludeEdges::self_and_reverse,
                               .reverse_eids = split.reverse};
@@ -168,6 +195,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
         edge_split(all, g.book(), {.rank = rank, .num_trainers = world, .force_even = false});
     if (mine.empty()) return detail::MaybeLoader<Loader>();
     LoaderOptions e = lo;
+    e.batch_size = o.eval_batch_size;
     e.shuffle = false;
     e.prefetch_next_epoch = false;  // evaluations are not every epoch
     return detail::MaybeLoader<Loader>(Loader(g, mine, o.fanouts, e, elo));
@@ -187,75 +215,27 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
                                  .dropout = o.dropout,
                                  .aggregator = o.aggregator}),
       to, group);
-  const auto evaluate = [&](auto& loader, std::int64_t epoch) {
-    torch::NoGradGuard no_grad;
-    detail::MetricAccumulator acc;
-    loader.begin_epoch(epoch);
-    while (auto b = loader.next()) {
-      const auto [pos, neg] = detail::pair_scores(trainer.forward(*b, false), *b);
-      detail::add_pairs(acc, pos, neg);
-    }
-    return acc.reduce(trainer.group(), Metric::roc_auc, o.collective_timeout).value;
-  };
-
-  const auto identity =
-      detail::run_identity("link_prediction", g, res.feat_dim, o.seed,
-                           {{"model", "graphsage"},
-                            {"aggregator", to_string(o.aggregator)},
-                            {"num_layers", static_cast<std::int64_t>(o.fanouts.size())},
-                            {"hidden", o.hidden}});
-  if (o.resume) detail::resume_run(trainer, identity, o.out, rank, res);
-  const std::int64_t start = res.resumed_from;
-  if (rank == 0 && !o.out.empty()) std::filesystem::create_directories(o.out);
-
-  double val = 0, epoch_s_sum = 0;
-  for (std::int64_t e = start; e < o.epochs; ++e) {
-    torch::manual_seed(detail::epoch_torch_seed(o.seed, e, rank));
-    Stopwatch epoch_clock;
-    EpochRow row{.epoch = e};
-    trainer.check_batch_count(train_loader.num_batches());
-    detail::MetricAccumulator acc;
-    double loss_sum = 0, pairs = 0;
-    RemoteTraffic traffic;  // the epoch's batches' own (the next epoch's may be made early)
-    train_loader.begin_epoch(e);
-    while (auto b = train_loader.next()) {
-      row.sample_s += b->timings.sample_s;
-      row.fetch_s += b->timings.fetch_s;
-      traffic += b->timings.traffic;
-      Stopwatch clock;
-      const auto [pos, neg] = detail::pair_scores(trainer.forward(*b, true), *b);
-      const torch::Tensor logits = torch::cat({pos, neg});
-      const torch::Tensor labels = torch::cat({torch::ones_like(pos), torch::zeros_like(neg)});
-      const torch::Tensor loss = torch::binary_cross_entropy_with_logits(logits, labels);
-      const double reduce_s = trainer.step(loss);
-      row.allreduce_s += reduce_s;
-      const auto n = static_cast<double>(logits.size(0));
-      loss_sum += loss.item<double>() * n;
-      pairs += n;
-      detail::add_pairs(acc, pos, neg);
-      row.compute_s += clock.seconds() - reduce_s;
-    }
-    std::vector<double> sums{loss_sum, pairs, static_cast<double>(traffic.rows),
-                             static_cast<double>(traffic.bytes)};
-    if (group) sums = all_reduce_sum(*group, sums, o.collective_timeout);
-    row.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-    row.remote_rows = static_cast<std::int64_t>(sums[2]);
-    row.remote_bytes = static_cast<std::int64_t>(sums[3]);
-    row.train_metric = acc.reduce(trainer.group(), Metric::roc_auc, o.collective_timeout).value;
-    row.epoch_s = epoch_clock.seconds();
-    val = evaluate(val_loader, e);
-    row.val_metric = val;
-    epoch_s_sum += row.epoch_s;
-    if (rank == 0)
-      detail::publish_epoch(
-          res, row, Metric::roc_auc, o.out, trainer, identity,
-          [] { return nlohmann::json::object(); }, on_epoch);
-  }
-  if (start >= o.epochs) val = evaluate(val_loader, o.epochs);
+  NoLearnedRows no_learned_rows;
+  const EpochLoopSetup setup{
+      .identity = detail::run_identity("link_prediction", g, res.feat_dim, o.seed,
+                                       {{"model", "graphsage"},
+                                        {"aggregator", to_string(o.aggregator)},
+                                        {"num_layers", static_cast<std::int64_t>(o.fanouts.size())},
+                                        {"hidden", o.hidden}}),
+      .rank = rank,
+      .num_val = static_cast<std::int64_t>(split.val.size()),
+      .batches_per_epoch = train_loader.num_batches(),
+      .metric = Metric::roc_auc,
+      .fallback_metric = Metric::roc_auc};
+  const EpochLoopOutcome run = train_epochs(
+      trainer,
+      [&](std::int64_t e, Metric) { return detail::train_link_epoch(trainer, train_loader, e); },
+      [&](std::int64_t e, Metric) { return detail::evaluate_links(trainer, val_loader, e); },
+      no_learned_rows, o, setup, res, on_epoch);
   res.metric = Metric::roc_auc;
-  res.val = val;
-  res.test = evaluate(test_loader, o.epochs);
-  detail::finish_result(res, g, o, start, std::max(o.epochs, start), epoch_s_sum, rank, world);
+  res.val = run.val;
+  res.test = detail::evaluate_links(trainer, test_loader, o.epochs).value;
+  detail::finish_result(res, g, o, run.start, run.done, run.epoch_s_sum, rank, world);
   return res;
 }
 

@@ -58,7 +58,6 @@ inline constexpr const char* metrics_csv_header_v2 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
     "remote_rows,remote_bytes";
 
-
 /// metrics.csv text: the header and one row per epoch.
 inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
   std::ostringstream s;

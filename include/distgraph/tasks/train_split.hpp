@@ -57,8 +57,8 @@ namespace detail {
 /// The global IDs of partition `p`'s nodes whose boolean node data `mask` is true,
 /// ascending (none when the graph has no such data). Reads the partition's mask in chunks.
 template <class Graph>
-std::vector<std::int64_t> partition_masked(const Graph& g, const std::string& mask,
-                                           std::int32_t p, std::int64_t* rows_read = nullptr) {
+std::vector<std::int64_t> partition_masked(const Graph& g, const std::string& mask, std::int32_t p,
+                                           std::int64_t* rows_read = nullptr) {
   std::vector<std::int64_t> out;
   std::optional<typename Graph::template tensor_type<bool>> m;
   try {
@@ -240,8 +240,8 @@ LocalShare local_train_share(const Graph& g, const LocalSplitOptions& o, Collect
   // Positions of the global order (partition, then ID) to (partition, index within it).
   const auto locate = [&](std::int64_t position) {
     const std::int64_t gpos = position % n;
-    const auto p = static_cast<std::int32_t>(
-        std::upper_bound(start.begin(), start.end(), gpos) - start.begin() - 1);
+    const auto p = static_cast<std::int32_t>(std::upper_bound(start.begin(), start.end(), gpos) -
+                                             start.begin() - 1);
     return std::pair{p, gpos - start[static_cast<std::size_t>(p)]};
   };
   const std::int64_t first = static_cast<std::int64_t>(o.rank) * per;

@@ -86,64 +86,128 @@ class MaybeLoader {
   std::optional<Loader> loader_;
 };
 
-/// A DistEmbedding's share of a checkpoint, kept by the servers: after each epoch rank 0
-/// asks every partition's server to save its own rows and SparseAdam state under a new
-/// tag (KVClient::save_tensors); checkpoint.pt records the tag; the previous tag is
-/// removed only once the new checkpoint.pt is in place, so a crash at any point leaves
-/// a checkpoint.pt whose tag exists.
+/// The learned rows of a run (its DistEmbeddings), kept by the servers: after each epoch
+/// rank 0 asks every partition's server to save its own rows and SparseAdam state under a
+/// new tag (KVClient::save_tensors); checkpoint.pt records the tag; the previous tag is
+/// removed only once the new checkpoint.pt is in place, so a crash at any point leaves a
+/// checkpoint.pt whose tag exists. The best validation epoch's rows are saved under a tag
+/// of their own, so that model selection (tasks/epoch_loop.hpp) can restore them with the
+/// model. Every method is rank 0's unless it says it is collective.
 template <class Embedding>
 class EmbeddingCheckpoints {
  public:
   static constexpr const char* meta_key = "embedding_checkpoint";
+  static constexpr const char* best_key = "embedding_best";
 
-  explicit EmbeddingCheckpoints(const std::optional<Embedding>& emb) : emb_(emb) {
+  explicit EmbeddingCheckpoints(std::vector<Embedding> embeddings) : embs_(std::move(embeddings)) {
     std::random_device rd;
     char hex[17];
     std::snprintf(hex, sizeof hex, "%08x%08x", rd(), rd());
     token_ = hex;
   }
 
-  /// Saves under a tag for `epochs_done`; returns the meta naming it ({} without an
-  /// embedding).
+  bool empty() const noexcept { return embs_.empty(); }
+
+  /// Saves under a tag for `epochs_done`; returns the meta naming it and the best epoch's
+  /// tag ({} without an embedding).
   nlohmann::json save(std::int64_t epochs_done) {
-    if (!emb_) return nlohmann::json::object();
+    if (empty()) return nlohmann::json::object();
     next_ = "run-" + token_ + "-epoch-" + std::to_string(epochs_done);
-    emb_->save(next_);
-    return {{meta_key, next_}};
+    save_tag(next_);
+    nlohmann::json meta = {{meta_key, next_}};
+    if (!best_.empty()) meta[best_key] = best_;
+    return meta;
   }
   /// checkpoint.pt now names the latest save: the one before it can go.
   void committed() {
     if (!prev_.empty() && prev_ != next_) remove_quietly(prev_);
     prev_ = next_;
+    if (!retired_best_.empty()) remove_quietly(std::exchange(retired_best_, std::string()));
   }
-  /// Rank 0 of a resumed run: loads what `meta` names (CheckpointError when it names
-  /// nothing though this run learns an embedding).
-  void restore(const nlohmann::json& meta, const std::string& path) {
-    if (!emb_) return;
-    const std::string tag = meta.value(meta_key, std::string());
-    if (tag.empty())
-      throw CheckpointError(path,
-                            "names no saved embedding; this run learns '" + emb_->name() + "'");
-    emb_->load(tag);
-    prev_ = tag;
+  /// A resumed run, collective: rank 0 loads what `meta` names (CheckpointError when it
+  /// names nothing though this run learns embeddings) while the others wait.
+  void restore(const nlohmann::json& meta, const std::string& path, std::int32_t rank) {
+    if (empty()) return;
+    if (rank == 0) {
+      const std::string tag = meta.value(meta_key, std::string());
+      if (tag.empty())
+        throw CheckpointError(
+            path, "names no saved embedding; this run learns '" + names().front() + "'");
+      load_tag(tag);
+      prev_ = tag;
+      best_ = meta.value(best_key, std::string());
+    }
+    barrier("distgraph:resume " + names().front());
   }
   /// A fresh run writing over an earlier run's checkpoint.pt: that run's saved rows are
   /// removed once this run's first checkpoint is in place (if they can be found).
   void adopt_stale(const std::filesystem::path& checkpoint) {
-    if (!emb_ || !std::filesystem::exists(checkpoint)) return;
+    if (empty() || !std::filesystem::exists(checkpoint)) return;
     try {
-      prev_ = CheckpointReader(read_checkpoint_file(checkpoint), checkpoint.string())
-                  .meta()
-                  .value(meta_key, std::string());
+      const auto meta =
+          CheckpointReader(read_checkpoint_file(checkpoint), checkpoint.string()).meta();
+      prev_ = meta.value(meta_key, std::string());
+      stale_best_ = meta.value(best_key, std::string());
     } catch (const std::exception&) {
       // unreadable: nothing to clean up after
     }
   }
 
+  /// A new best epoch: its rows under this run's best tag. False, with a warning the
+  /// first time, where the servers cannot save (they have no checkpoint folder): the run
+  /// then reports its last epoch's model (best_saved agrees on it).
+  bool save_best() {
+    if (empty()) return true;
+    if (!best_ok_) return false;
+    try {
+      const std::string tag = "run-" + token_ + "-best";
+      save_tag(tag);
+      // A resumed run's inherited best goes once checkpoint.pt names this one.
+      if (!best_.empty() && best_ != tag) retired_best_ = best_;
+      best_ = tag;
+    } catch (const std::exception& e) {
+      best_ok_ = false;
+      std::fprintf(stderr,
+                   "warning: the servers could not keep the best epoch's learned rows (%s); "
+                   "the run reports its last epoch's model\n",
+                   e.what());
+    }
+    return best_ok_;
+  }
+  /// Collective: whether rank 0 kept every best epoch's rows (true without embeddings).
+  bool best_saved(CollectiveGroup* group, std::chrono::milliseconds timeout) const {
+    if (empty()) return true;
+    std::int64_t ok = best_ok_ ? 1 : 0;
+    if (group != nullptr) ok = all_reduce_min_max(*group, ok, timeout).first;
+    return ok == 1;
+  }
+  /// Collective: rank 0 loads the best epoch's rows back while the others wait.
+  void restore_best(std::int32_t rank) {
+    if (empty()) return;
+    if (rank == 0 && !best_.empty()) load_tag(best_);
+    barrier("distgraph:best rows " + names().front());
+  }
+  /// The run is over: the best rows of an earlier run this one wrote over go, and this
+  /// run's too unless `keep_best` (checkpoint.pt names them, for a resume).
+  void finish(bool keep_best) {
+    if (!keep_best && !best_.empty()) remove_quietly(std::exchange(best_, std::string()));
+    if (!stale_best_.empty() && stale_best_ != best_) remove_quietly(stale_best_);
+    stale_best_.clear();
+  }
+
  private:
+  std::vector<std::string> names() const {
+    std::vector<std::string> n;
+    for (const auto& e : embs_) n.push_back(e.name());
+    return n;
+  }
+  auto& client() const { return embs_.front().table().client(); }
+  void save_tag(const std::string& tag) { client().save_tensors(tag, names(), true); }
+  void load_tag(const std::string& tag) { client().load_tensors(tag, names(), true); }
+  void barrier(const std::string& name) { client().barrier(name); }
   void remove_quietly(const std::string& tag) {
     try {
-      emb_->table().client().remove_checkpoint(tag);
+      client().remove_checkpoint(tag);
     } catch (const std::exception& e) {
       // Stale files cost disk, not correctness: training goes on.
       std::fprintf(stderr, "warning: could not remove embedding checkpoint '%s': %s\n", tag.c_str(),
@@ -151,8 +215,9 @@ class EmbeddingCheckpoints {
     }
   }
 
-  const std::optional<Embedding>& emb_;
-  std::string token_, next_, prev_;
+  std::vector<Embedding> embs_;
+  std::string token_, next_, prev_, best_, stale_best_, retired_best_;
+  bool best_ok_ = true;
 };
 
 /// Rank 0 reads the checkpoint at `path`; its bytes reach every trainer of `group`; each
@@ -211,8 +276,7 @@ nlohmann::json run_identity(const char* task, const Graph& g, std::int64_t in_fe
 /// Returns the reader for the task's extra tensors. Collective.
 template <class TrainerT>
 CheckpointReader resume_run(TrainerT& trainer, const nlohmann::json& identity,
-                            const std::filesystem::path& out, std::int32_t rank,
-                            RunResult& res) {
+                            const std::filesystem::path& out, std::int32_t rank, RunResult& res) {
   CheckpointReader ckpt = read_checkpoint_for(out / "checkpoint.pt", identity, rank,
                                               trainer.group(), trainer.collective_timeout());
   ckpt.load(*trainer.model(), trainer.optimizer());
@@ -245,9 +309,8 @@ void publish_epoch(RunResult& res, const EpochRow& row, Metric metric,
 /// trained those from `start`; their mean epoch time; mode, partitions, trainers, seed);
 /// rank 0 publishes result.json in o.out.
 template <class Graph, class Options>
-void finish_result(RunResult& res, const Graph& g, const Options& o,
-                   std::int64_t start, std::int64_t done, double epoch_s_sum, std::int32_t rank,
-                   std::int32_t world) {
+void finish_result(RunResult& res, const Graph& g, const Options& o, std::int64_t start,
+                   std::int64_t done, double epoch_s_sum, std::int32_t rank, std::int32_t world) {
   res.epochs = done;
   const std::int64_t ran = std::max<std::int64_t>(done - start, 0);
   res.epoch_s_mean = ran > 0 ? epoch_s_sum / static_cast<double>(ran) : 0.0;
