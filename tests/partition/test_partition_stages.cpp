@@ -79,7 +79,7 @@ TEST_CASE("relabel gives each partition a contiguous ID range per type, in parti
   CHECK(r.node_off.back() == n);
   for (std::int64_t v = 0; v < n; ++v) {
     const auto key =
-        part[static_cast<std::size_t>(v)] * r.ntypes + detail::type_of(g.types.node_offsets(), v);
+        part[static_cast<std::size_t>(v)] * r.ntypes + detail::range_of(g.types.node_offsets(), v);
     const auto id = r.new_nid[static_cast<std::size_t>(v)];
     REQUIRE(id >= r.node_off[static_cast<std::size_t>(key)]);
     REQUIRE(id < r.node_off[static_cast<std::size_t>(key) + 1]);
@@ -89,8 +89,8 @@ TEST_CASE("relabel gives each partition a contiguous ID range per type, in parti
   for (std::int64_t v = 0; v < n; ++v)
     for (const std::int64_t e : g.in.edges(v)) {
       REQUIRE(r.edge_part[static_cast<std::size_t>(e)] == part[static_cast<std::size_t>(v)]);
-      const auto key =
-          part[static_cast<std::size_t>(v)] * r.etypes + detail::type_of(g.types.edge_offsets(), e);
+      const auto key = part[static_cast<std::size_t>(v)] * r.etypes +
+                       detail::range_of(g.types.edge_offsets(), e);
       const auto id = r.global_eid(e);
       REQUIRE(id >= r.edge_off[static_cast<std::size_t>(key)]);
       REQUIRE(id < r.edge_off[static_cast<std::size_t>(key) + 1]);
@@ -255,6 +255,37 @@ TEST_CASE("check_data_rows finds each tensor's type and refuses rows of the wron
   TensorList wrong;
   wrong.emplace_back("x", HostTensor::from(Buffer<float>(std::vector<float>(3, 1.0f))));
   CHECK_THROWS_AS(detail::check_data_rows(g, wrong, true), ShapeError);
+}
+
+TEST_CASE("write_partition_graph pads indptr past the edge rows and keeps the edges in order",
+          "[partition]") {
+  TempDir tmp;
+  // 3 local nodes (2 own, 1 halo without edges); 3 edges, the first 2 owned.
+  const std::vector<std::int64_t> degree{2, 1, 0}, nid{10, 11, 40}, orig{5, 6, 7};
+  const std::vector<std::int64_t> src{1, 2, 0}, eid{20, 21, 90}, input_eid{3, 4, 8};
+  detail::write_partition_graph(
+      tmp.path(), {.num_local = 3, .num_inner = 2, .local_edges = 3},
+      [&](std::int64_t r) { return degree[static_cast<std::size_t>(r)]; },
+      [&](auto&& push) {
+        for (std::size_t e = 0; e < 3; ++e) push(src[e], eid[e], input_eid[e], e < 2);
+      },
+      [&](std::int64_t i) { return nid[static_cast<std::size_t>(i)]; }, orig);
+  auto read = [&](const char* file) {
+    const auto b = read_npy_as<std::int64_t>(tmp / file);
+    return std::vector<std::int64_t>(b.begin(), b.end());
+  };
+  CHECK(read("indptr.npy") == std::vector<std::int64_t>{0, 2, 3, 3});
+  CHECK(read("indices.npy") == src);
+  CHECK(read("eid.npy") == eid);
+  CHECK(read("orig_eid.npy") == input_eid);
+  CHECK(read("nid.npy") == nid);
+  CHECK(read("orig_nid.npy") == orig);
+  const auto inner_edge = read_npy_as<bool>(tmp / "inner_edge.npy");
+  const auto inner_node = read_npy_as<bool>(tmp / "inner_node.npy");
+  CHECK(std::vector<bool>(inner_edge.begin(), inner_edge.end()) ==
+        std::vector<bool>{true, true, false});
+  CHECK(std::vector<bool>(inner_node.begin(), inner_node.end()) ==
+        std::vector<bool>{true, true, false});
 }
 
 }  // namespace test_partition_partition_stages

@@ -385,10 +385,10 @@ inline std::vector<std::string> canonical_edge_type_names(const TypeMap& types) 
   return names;
 }
 
-/// The type of `id` when type t owns the IDs [offsets[t], offsets[t + 1]).
-inline std::int32_t type_of(const std::vector<std::int64_t>& offsets, std::int64_t id) {
-  return static_cast<std::int32_t>(std::upper_bound(offsets.begin() + 1, offsets.end(), id) -
-                                   (offsets.begin() + 1));
+/// The range i [offsets[i], offsets[i + 1]) that holds `id`: its type when types own
+/// contiguous ID ranges, its partition when partitions do.
+inline std::int64_t range_of(const std::vector<std::int64_t>& offsets, std::int64_t id) {
+  return std::upper_bound(offsets.begin() + 1, offsets.end(), id) - (offsets.begin() + 1);
 }
 
 /// What checking partition_graph's input found: the class column it counts (or balances)
@@ -560,7 +560,7 @@ inline void relabel_nodes(const Graph& g, std::span<const std::int32_t> part,
   r.node_off = stable_ranks(
       n, num_parts * ntypes, threads,
       [&](std::int64_t v) {
-        return std::int64_t{part[static_cast<std::size_t>(v)]} * ntypes + type_of(offsets, v);
+        return std::int64_t{part[static_cast<std::size_t>(v)]} * ntypes + range_of(offsets, v);
       },
       r.new_nid);
   r.node_order.resize(static_cast<std::size_t>(n));
@@ -594,7 +594,7 @@ inline void relabel_edges(const Graph& g, std::span<const std::int32_t> part,
       m, num_parts * etypes, threads,
       [&](std::int64_t e) {
         return std::int64_t{r.edge_part[static_cast<std::size_t>(e)]} * etypes +
-               type_of(offsets, e);
+               range_of(offsets, e);
       },
       r.new_eid);
   if (!with_edge_order) return;
@@ -719,7 +719,7 @@ inline std::vector<std::int64_t> typed_rows(std::span<const std::int64_t> ids,
                                             std::int32_t type) {
   std::vector<std::int64_t> rows;
   for (const std::int64_t v : ids)
-    if (type_of(offsets, v) == type) rows.push_back(v - offsets[static_cast<std::size_t>(type)]);
+    if (range_of(offsets, v) == type) rows.push_back(v - offsets[static_cast<std::size_t>(type)]);
   return rows;
 }
 
@@ -777,8 +777,9 @@ inline void write_local_graph(const PartitionJob& job, const std::filesystem::pa
       const bool owned = static_cast<std::int64_t>(row) < shape.num_inner;
       by_type.clear();
       for (std::size_t k = 0; k < sources.size(); ++k)
-        by_type.emplace_back(r.etypes > 1 ? type_of(edge_offsets, edges[k]) : 0,
-                             static_cast<std::uint32_t>(k));
+        by_type.emplace_back(
+            r.etypes > 1 ? static_cast<std::int32_t>(range_of(edge_offsets, edges[k])) : 0,
+            static_cast<std::uint32_t>(k));
       if (r.etypes > 1) std::stable_sort(by_type.begin(), by_type.end());
       for (const auto& [edge_type, kk] : by_type) {
         const std::size_t k = kk;

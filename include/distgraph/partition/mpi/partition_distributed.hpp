@@ -135,6 +135,10 @@ struct InEdges {
   std::int64_t edge_id(std::size_t k) const {
     return eid.empty() ? eid_base + static_cast<std::int64_t>(k) : eid[k];
   }
+  /// In-degree of row v.
+  std::int64_t degree(std::int64_t v) const {
+    return indptr[static_cast<std::size_t>(v) + 1] - indptr[static_cast<std::size_t>(v)];
+  }
 };
 
 /// Groups positions [0, n) by `dest(i)` in [0, size): the positions in order per rank, and
@@ -538,11 +542,7 @@ inline void fetch_halo_rows(const mpi::Comm& c, std::vector<PartBuild>& builds,
                             const std::function<int(std::int64_t)>& writer_of_part,
                             const std::function<const PartBuild*(std::int64_t)>& build_of_part) {
   const auto P = static_cast<std::size_t>(c.size);
-  auto part_of = [&](std::int64_t id) {
-    return static_cast<std::int64_t>(std::upper_bound(node_off.begin(), node_off.end(), id) -
-                                     node_off.begin()) -
-           1;
-  };
+  auto part_of = [&](std::int64_t id) { return range_of(node_off, id); };
   std::vector<std::vector<std::int64_t>> ask(P);
   struct Asked {
     std::size_t writer, index;
@@ -617,6 +617,618 @@ inline void fetch_halo_rows(const mpi::Comm& c, std::vector<PartBuild>& builds,
   }
 }
 
+// The stages of partition_distributed, in the order it runs them (the steps above).
+
+/// Partition p's writer: rank p * ranks / num_parts (p < 2^40, ranks < 2^20: no overflow).
+inline int writer_of_part(std::int64_t p, int ranks, std::int64_t num_parts) {
+  return static_cast<int>(p * ranks / num_parts);
+}
+
+/// Step 1's result on one rank: its share of the graph, the in-edges of its block of input
+/// node IDs, and what every rank knows of the whole.
+struct DistInput {
+  std::optional<ChunkedGraph> chunked;  ///< empty for R-MAT
+  std::string name;
+  std::int64_t n = 0, m = 0;
+  Blocks nodes{0, 1};
+  InEdges g;
+  std::vector<std::int64_t> classes;  ///< train/val/test/other of the block's nodes, or empty
+  bool have_classes = false;          ///< the input has masks (some rank found classes)
+};
+
+/// Reads the input's metadata (or checks the R-MAT options) and checks the options, on
+/// every rank; fails every rank together.
+inline void open_input(const mpi::Comm& c, const DistPartitionInput& input, std::int64_t num_parts,
+                       const DistPartitionOptions& opts, DistInput& in) {
+  mpi::all_or_none(c, [&] {
+    if (input.rmat)
+      check_rmat_options(*input.rmat);
+    else
+      in.chunked = read_chunked_graph(input.chunked);
+    if (in.name.empty())
+      in.name = in.chunked ? in.chunked->name : "rmat" + std::to_string(input.rmat->scale);
+    check_graph_name(in.name);
+    check_halo_hops(opts.halo_hops);
+    check_feat_dtype(opts.feat_dtype);
+    in.n = in.chunked ? in.chunked->num_nodes : std::int64_t{1} << input.rmat->scale;
+    check_num_parts(num_parts, in.n);
+    if (in.chunked)
+      for (const auto& a : in.chunked->node_data)
+        if (a.shape.size() > 2)
+          throw InvalidArgument("node data '" + a.name + "' has " + std::to_string(a.shape.size()) +
+                                " dimensions; the distributed partitioner stores 1-D and 2-D");
+  });
+}
+
+/// Every rank read its own metadata (hosts may hold copies): they must describe one graph.
+/// Throws FormatError naming this rank's copy, on every rank together.
+inline void check_same_metadata(const mpi::Comm& c, const DistPartitionInput& input,
+                                const DistInput& in) {
+  const std::int64_t shape[3] = {
+      in.n, in.chunked ? in.chunked->num_edges : 0,
+      in.chunked ? static_cast<std::int64_t>(in.chunked->node_data.size()) : 0};
+  const std::int64_t rank0[3] = {c.broadcast(shape[0]), c.broadcast(shape[1]),
+                                 c.broadcast(shape[2])};
+  mpi::all_or_none(c, [&] {
+    if (!std::equal(shape, shape + 3, rank0))
+      throw FormatError((input.chunked / chunked_metadata_name).string(),
+                        "this rank's copy describes " + std::to_string(shape[0]) + " nodes, " +
+                            std::to_string(shape[1]) + " edges and " + std::to_string(shape[2]) +
+                            " node arrays; rank 0's " + std::to_string(rank0[0]) + ", " +
+                            std::to_string(rank0[1]) + " and " + std::to_string(rank0[2]));
+  });
+}
+
+/// Step 1, read: the metadata and options checked on every rank before anything is
+/// written, then this rank's in-edges (read or generated) and its nodes' classes.
+inline DistInput read_input(const mpi::Comm& c, const DistPartitionInput& input,
+                            const std::string& graph_name, std::int64_t num_parts,
+                            const DistPartitionOptions& opts) {
+  DistInput in;
+  in.name = graph_name;
+  open_input(c, input, num_parts, opts, in);
+  check_same_metadata(c, input, in);
+  in.nodes = Blocks(in.n, c.size);
+  in.g = input.rmat ? generate_in_edges(c, *input.rmat, in.nodes)
+                    : read_in_edges(c, *in.chunked, in.nodes);
+  in.m = c.sum(static_cast<std::int64_t>(in.g.src.size()));
+  mpi::all_or_none(c, [&] {
+    in.classes = block_classes(in.chunked ? &*in.chunked : nullptr, in.g.first, in.g.count);
+  });
+  in.have_classes = c.max(in.classes.empty() ? 0 : 1) == 1;
+  mpi::all_or_none(c, [&] {
+    if (opts.balance_train && !in.have_classes)
+      throw InvalidArgument(
+          "balancing train/val/test needs train/val/test masks; the input has "
+          "none");
+  });
+  return in;
+}
+
+/// Which partition each node of the rank's block went to, and how.
+struct DistAssignment {
+  std::vector<std::int64_t> parts;
+  std::string method;  ///< the config's part_method: random or ptscotch
+  std::int64_t hubs = 0,
+               hub_degree = 0;  ///< nodes left out of PT-Scotch's graph, and above what degree
+};
+
+/// Position of `id` in the sorted `hubs`, or -1.
+inline std::ptrdiff_t hub_index(const std::vector<std::int64_t>& hubs, std::int64_t id) {
+  const auto it = std::lower_bound(hubs.begin(), hubs.end(), id);
+  return it != hubs.end() && *it == id ? it - hubs.begin() : std::ptrdiff_t{-1};
+}
+
+/// The rank's rows of the symmetric graph without `hubs`: PT-Scotch's graph.
+inline std::pair<std::vector<SCOTCH_Num>, std::vector<SCOTCH_Num>> without_hubs(
+    const InEdges& g, std::span<const SCOTCH_Num> rows, std::span<const SCOTCH_Num> nbrs,
+    const std::vector<std::int64_t>& hubs) {
+  std::vector<SCOTCH_Num> out_rows(static_cast<std::size_t>(g.count) + 1, 0), out_nbrs;
+  out_nbrs.reserve(nbrs.size());
+  for (std::int64_t v = 0; v < g.count; ++v) {
+    if (hub_index(hubs, g.first + v) < 0)
+      for (auto k = rows[static_cast<std::size_t>(v)]; k < rows[static_cast<std::size_t>(v) + 1];
+           ++k)
+        if (hub_index(hubs, nbrs[static_cast<std::size_t>(k)]) < 0)
+          out_nbrs.push_back(nbrs[static_cast<std::size_t>(k)]);
+    out_rows[static_cast<std::size_t>(v) + 1] = static_cast<SCOTCH_Num>(out_nbrs.size());
+  }
+  return {std::move(out_rows), std::move(out_nbrs)};
+}
+
+/// Each hub's neighbours vote with their partitions; the rank's hubs (`local_hubs`) take
+/// the majority. Collective.
+inline void place_hubs(const mpi::Comm& c, const InEdges& g, std::span<const SCOTCH_Num> rows,
+                       std::span<const SCOTCH_Num> nbrs, const std::vector<std::int64_t>& hubs,
+                       const std::vector<std::int64_t>& local_hubs, std::int64_t num_parts,
+                       std::vector<std::int64_t>& parts) {
+  const auto K = static_cast<std::size_t>(num_parts);
+  std::vector<std::int64_t> votes(hubs.size() * K, 0);
+  for (std::int64_t v = 0; v < g.count; ++v) {
+    if (hub_index(hubs, g.first + v) >= 0) continue;
+    for (auto k = rows[static_cast<std::size_t>(v)]; k < rows[static_cast<std::size_t>(v) + 1]; ++k)
+      if (const auto h = hub_index(hubs, nbrs[static_cast<std::size_t>(k)]); h >= 0)
+        ++votes[static_cast<std::size_t>(h) * K +
+                static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
+  }
+  c.sum(votes);
+  for (const auto h : local_hubs) {
+    const auto* v = &votes[static_cast<std::size_t>(hub_index(hubs, h)) * K];
+    parts[static_cast<std::size_t>(h - g.first)] = std::max_element(v, v + K) - v;
+  }
+}
+
+/// PT-Scotch's k-way partition of the symmetric graph. Hubs leave PT-Scotch's graph (its
+/// FM refinement slows down with the largest degree: PERFORMANCE.md, "Partitioning over
+/// MPI") and join the partition most of their neighbours are in. Collective.
+inline DistAssignment ptscotch_assignment(const mpi::Comm& c, const DistInput& in,
+                                          std::int64_t num_parts,
+                                          const DistPartitionOptions& opts) {
+  const InEdges& g = in.g;
+  std::vector<SCOTCH_Num> rows, neighbors;
+  if (!g.simple_symmetric) std::tie(rows, neighbors) = symmetric_rows(c, g, in.nodes);
+  const std::span<const SCOTCH_Num> all_rows =
+      g.simple_symmetric ? std::span<const SCOTCH_Num>(g.indptr) : std::span(rows);
+  const std::span<const SCOTCH_Num> all_nbrs =
+      g.simple_symmetric ? std::span<const SCOTCH_Num>(g.src) : std::span(neighbors);
+  DistAssignment a;
+  a.hub_degree =
+      opts.hub_degree > 0
+          ? opts.hub_degree
+          : std::max<std::int64_t>(64, 16 * c.sum(static_cast<std::int64_t>(all_nbrs.size())) /
+                                           std::max<std::int64_t>(in.n, 1));
+  std::vector<std::int64_t> local_hubs;
+  for (std::int64_t v = 0; v < g.count; ++v)
+    if (all_rows[static_cast<std::size_t>(v) + 1] - all_rows[static_cast<std::size_t>(v)] >
+        a.hub_degree)
+      local_hubs.push_back(g.first + v);
+  const std::vector<std::int64_t> hubs = c.all_gather_v(local_hubs);  // sorted: ranks in order
+  {
+    auto [scotch_rows, scotch_nbrs] = without_hubs(g, all_rows, all_nbrs, hubs);
+    std::vector<SCOTCH_Num> weights;
+    weights.reserve(static_cast<std::size_t>(g.count) + 1);  // data() is never null
+    if (opts.balance_edges)
+      for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + g.degree(v));
+    mpi::ScotchOptions so;
+    so.weighted = opts.balance_edges;
+    so.num_parts = num_parts;
+    so.imbalance = opts.imbalance;
+    so.seed = opts.seed;
+    so.strategy = opts.scotch_strategy;
+    so.check = in.n <= (std::int64_t{1} << 20);
+    a.parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
+  }
+  place_hubs(c, g, all_rows, all_nbrs, hubs, local_hubs, num_parts, a.parts);
+  a.hubs = static_cast<std::int64_t>(hubs.size());
+  a.method = "ptscotch";
+  return a;
+}
+
+/// Step 2, assign: nodes dealt at random, or PT-Scotch; balance_train evens out the
+/// classes after PT-Scotch. Collective.
+inline DistAssignment assign_distributed(const mpi::Comm& c, const DistInput& in,
+                                         std::int64_t num_parts, const DistPartitionOptions& opts) {
+  if (opts.method == PartMethod::random)
+    return {random_parts(c, in.g.count, num_parts,
+                         opts.balance_train ? in.classes : std::vector<std::int64_t>{}, opts.seed),
+            "random"};
+  DistAssignment a = ptscotch_assignment(c, in, num_parts, opts);
+  if (opts.balance_train) balance_classes(c, a.parts, in.classes, in.g, num_parts);
+  return a;
+}
+
+/// Step 3's result: each partition's global node and edge IDs, and the new ID of each node
+/// of the rank's block.
+struct DistRelabeling {
+  std::vector<std::int64_t> node_off, edge_off;  ///< num_parts + 1 offsets each
+  std::vector<std::int64_t> new_nid;
+  std::int64_t part_of(std::int64_t id) const { return range_of(node_off, id); }
+};
+
+/// Step 3, relabel: partition-major new IDs, input-ID order inside each partition (ranks
+/// hold consecutive input IDs, so each rank's nodes of p follow the lower ranks'). Then
+/// the new ID of every source, asked of its owner (each distinct source once), replaces
+/// the input ID in `in.g`. Collective.
+inline DistRelabeling relabel_distributed(const mpi::Comm& c, DistInput& in,
+                                          const std::vector<std::int64_t>& parts,
+                                          std::int64_t num_parts) {
+  const auto K = static_cast<std::size_t>(num_parts);
+  InEdges& g = in.g;
+  std::vector<std::int64_t> count(K, 0), edge_count(K, 0);
+  for (std::int64_t v = 0; v < g.count; ++v) {
+    ++count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
+    edge_count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])] += g.degree(v);
+  }
+  const auto all_count = c.all_gather(count);  // [rank][part]
+  DistRelabeling r;
+  r.node_off.assign(K + 1, 0);
+  std::vector<std::int64_t> my_next(K, 0);
+  for (std::size_t p = 0; p < K; ++p) {
+    std::int64_t before_me = 0, total = 0;
+    for (std::size_t rank = 0; rank < static_cast<std::size_t>(c.size); ++rank) {
+      if (rank < static_cast<std::size_t>(c.rank)) before_me += all_count[rank * K + p];
+      total += all_count[rank * K + p];
+    }
+    r.node_off[p + 1] = r.node_off[p] + total;
+    my_next[p] = r.node_off[p] + before_me;
+  }
+  r.new_nid.resize(static_cast<std::size_t>(g.count));
+  for (std::size_t v = 0; v < r.new_nid.size(); ++v)
+    r.new_nid[v] = my_next[static_cast<std::size_t>(parts[v])]++;
+  c.sum(edge_count);
+  r.edge_off.assign(K + 1, 0);
+  for (std::size_t p = 0; p < K; ++p) r.edge_off[p + 1] = r.edge_off[p] + edge_count[p];
+  const auto new_of = OwnerAnswers::ask(c, in.nodes, in.n, g.src, [&](std::int64_t id) {
+    return r.new_nid[static_cast<std::size_t>(id - g.first)];
+  });
+  for (auto& s : g.src) s = new_of.at(s);
+  return r;
+}
+
+/// The quality figures every rank gets: edges across partitions and, with classes, the
+/// nodes of each of the 4 classes per partition ([part][class]). Collective.
+struct DistCounts {
+  std::int64_t cross = 0;
+  std::vector<std::int64_t> class_counts;
+};
+
+inline DistCounts count_distributed(const mpi::Comm& c, const DistInput& in,
+                                    const std::vector<std::int64_t>& parts, const DistRelabeling& r,
+                                    std::int64_t num_parts) {
+  const InEdges& g = in.g;
+  DistCounts counts;
+  for (std::int64_t v = 0; v < g.count; ++v)
+    for (auto k = g.indptr[static_cast<std::size_t>(v)];
+         k < g.indptr[static_cast<std::size_t>(v) + 1]; ++k)
+      counts.cross +=
+          r.part_of(g.src[static_cast<std::size_t>(k)]) != parts[static_cast<std::size_t>(v)];
+  counts.cross = c.sum(counts.cross);
+  counts.class_counts.assign(static_cast<std::size_t>(num_parts) * 4, 0);
+  if (in.have_classes) {
+    for (std::size_t v = 0; v < in.classes.size(); ++v)
+      ++counts.class_counts[static_cast<std::size_t>(parts[v]) * 4 +
+                            static_cast<std::size_t>(in.classes[v])];
+    c.sum(counts.class_counts);
+  }
+  return counts;
+}
+
+/// The partitions a rank writes, each with its own nodes' new IDs (input IDs to come).
+struct Writer {
+  const mpi::Comm& c;
+  std::int64_t num_parts;
+  const DistRelabeling& r;
+  std::vector<PartBuild> builds;
+
+  Writer(const mpi::Comm& comm, std::int64_t parts, const DistRelabeling& relabeling)
+      : c(comm), num_parts(parts), r(relabeling) {
+    for (std::int64_t p = 0; p < num_parts; ++p)
+      if (writer_of(p) == c.rank) {
+        PartBuild b;
+        b.part = p;
+        b.first = r.node_off[static_cast<std::size_t>(p)];
+        b.inner = r.node_off[static_cast<std::size_t>(p) + 1] - b.first;
+        b.nid.resize(static_cast<std::size_t>(b.inner));
+        std::iota(b.nid.begin(), b.nid.end(), b.first);
+        b.orig_nid.assign(static_cast<std::size_t>(b.inner), -1);
+        builds.push_back(std::move(b));
+      }
+  }
+  int writer_of(std::int64_t p) const { return writer_of_part(p, c.size, num_parts); }
+  /// The index in `builds` of partition p. Throws PartitionError unless this rank writes p.
+  std::size_t build_index(std::int64_t p) const {
+    for (std::size_t i = 0; i < builds.size(); ++i)
+      if (builds[i].part == p) return i;
+    throw PartitionError("partition " + std::to_string(p) + " is not written by rank " +
+                         std::to_string(c.rank));
+  }
+  /// The build of the partition that owns node `id` (new ID).
+  PartBuild& build_of(std::int64_t id) { return builds[build_index(r.part_of(id))]; }
+  const PartBuild& build_of(std::int64_t id) const { return builds[build_index(r.part_of(id))]; }
+};
+
+/// The staging folder of a job (one name for the whole job: rank 0's process ID, on every
+/// host) and the ranks of this host: the first of them clears the output folder, removes
+/// the staging folder at the end and writes the config. Collective to construct.
+class HostStaging {
+ public:
+  HostStaging(const mpi::Comm& c, const std::filesystem::path& out_dir, const std::string& name)
+      : tag_(c.broadcast(::getpid())) {
+    mpi::check(
+        MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &host_comm_),
+        "Comm_split_type");
+    leader_ = mpi::Comm(host_comm_).rank == 0;
+    dir_ = out_dir / (staging_folder_prefix(name) + std::to_string(tag_));
+  }
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+  ~HostStaging() {
+    std::error_code ignored;
+    if (leader_) std::filesystem::remove_all(dir_, ignored);
+    MPI_Comm_free(&host_comm_);
+  }
+  const std::filesystem::path& path() const { return dir_; }
+  bool host_leader() const { return leader_; }
+
+ private:
+  std::int64_t tag_;
+  MPI_Comm host_comm_;
+  bool leader_ = false;
+  std::filesystem::path dir_;
+};
+
+/// Readies the output: the host's first rank clears `out_dir` for a new partition, then
+/// every writer creates its partitions' staging folders. Fails every rank together.
+inline void prepare_staging(const mpi::Comm& c, const HostStaging& staging, const Writer& w,
+                            const std::filesystem::path& out_dir, const std::string& name) {
+  mpi::all_or_none(c, [&] {
+    if (staging.host_leader()) clear_for_new_partition(out_dir, name);
+  });
+  mpi::all_or_none(c, [&] {
+    for (const auto& b : w.builds)
+      for (const char* sub : {"graph", "node_feat", "edge_feat"}) {
+        const auto dir = staging.path() / ("part" + std::to_string(b.part));
+        std::error_code ec;
+        std::filesystem::create_directories(dir / sub, ec);
+        if (ec) throw IoError(dir.string(), "cannot create staging folder: " + ec.message());
+      }
+  });
+}
+
+/// The rank's nodes grouped by the writer of their partition: positions per writer and
+/// size + 1 offsets.
+struct ByWriter {
+  std::vector<std::int64_t> order, off;
+};
+
+/// Step 4a: each node's input ID to its writer. Collective.
+inline void send_node_ids(const mpi::Comm& c, const DistInput& in, const DistRelabeling& r,
+                          const ByWriter& by, Writer& w) {
+  const auto records = send_grouped<NodeRecord>(c, by.order, by.off, [&](std::int64_t v) {
+    return NodeRecord{r.new_nid[static_cast<std::size_t>(v)], in.g.first + v};
+  });
+  for (const auto& rec : records) {
+    auto& b = w.build_of(rec.nid);
+    b.orig_nid[static_cast<std::size_t>(rec.nid - b.first)] = rec.orig;
+  }
+}
+
+/// Step 4b: node array `a`, each row to its writer, written straight into the partition's
+/// file (as `stored`). Collective; fails every rank together.
+inline void send_node_array(const mpi::Comm& c, const DistInput& in, const DistRelabeling& r,
+                            const ByWriter& by, const Writer& w, const ChunkedArray& a,
+                            DType stored, const std::filesystem::path& staging) {
+  const std::size_t rb = a.row_bytes(), width = sizeof(std::int64_t) + rb;
+  const std::int64_t cols = a.shape.size() == 2 ? a.shape[1] : 0;
+  std::vector<std::optional<NpyRowFile>> files(w.builds.size());
+  mpi::all_or_none(c, [&] {
+    for (std::size_t i = 0; i < w.builds.size(); ++i)
+      files[i].emplace(
+          staging / ("part" + std::to_string(w.builds[i].part)) / "node_feat" / (a.name + ".npy"),
+          stored, w.builds[i].inner, cols);
+  });
+  std::vector<std::byte> block(static_cast<std::size_t>(in.g.count) * rb);
+  mpi::all_or_none(c, [&] {
+    read_node_rows(*in.chunked, a, in.g.first, in.g.first + in.g.count, block.data());
+  });
+  std::vector<std::int64_t> at(by.off.begin(), by.off.end() - 1);
+  const auto rows = mpi::exchange_records<std::byte>(
+      c, counts_of(by.off), width, [&](int d, std::byte* out, std::int64_t k) {
+        auto& i = at[static_cast<std::size_t>(d)];
+        for (std::int64_t j = 0; j < k; ++j, ++i, out += width) {
+          const auto v = static_cast<std::size_t>(by.order[static_cast<std::size_t>(i)]);
+          std::memcpy(out, &r.new_nid[v], sizeof(std::int64_t));
+          std::memcpy(out + sizeof(std::int64_t), block.data() + v * rb, rb);
+        }
+      });
+  block = {};
+  std::vector<std::byte> converted(static_cast<std::size_t>(std::max<std::int64_t>(cols, 1)) *
+                                   dtype_size(stored));
+  mpi::all_or_none(c, [&] {
+    for (std::size_t off = 0; off < rows.size(); off += width) {
+      std::int64_t id;
+      std::memcpy(&id, rows.data() + off, sizeof id);
+      const auto i = w.build_index(r.part_of(id));
+      const std::byte* row = rows.data() + off + sizeof id;
+      if (stored != a.dtype) {
+        convert_from_float32(stored,
+                             {reinterpret_cast<const float*>(row),
+                              static_cast<std::size_t>(std::max<std::int64_t>(cols, 1))},
+                             converted);
+        row = converted.data();
+      }
+      files[i]->put_row(id - w.builds[i].first, row);
+    }
+    for (auto& f : files) f->publish();
+  });
+}
+
+/// Step 4c: every node's in-edges, row by row, to its writer. Returns the records this
+/// rank received, sorted into CSC order. Collective.
+inline std::vector<EdgeRecord> send_in_edges(const mpi::Comm& c, const InEdges& g,
+                                             const DistRelabeling& r, const ByWriter& by) {
+  std::vector<std::int64_t> per_writer(static_cast<std::size_t>(c.size), 0);
+  for (std::size_t d = 0; d < per_writer.size(); ++d)
+    for (auto i = by.off[d]; i < by.off[d + 1]; ++i)
+      per_writer[d] += g.degree(by.order[static_cast<std::size_t>(i)]);
+  std::vector<std::int64_t> at(by.off.begin(), by.off.end() - 1),
+      in_row(static_cast<std::size_t>(c.size), 0);
+  return mpi::exchange_records<EdgeRecord>(
+      c, per_writer, 1, [&](int d, EdgeRecord* out, std::int64_t k) {
+        const auto w = static_cast<std::size_t>(d);
+        while (k > 0) {
+          const auto v = by.order[static_cast<std::size_t>(at[w])];
+          const auto e = g.indptr[static_cast<std::size_t>(v)] + in_row[w];
+          const auto take = std::min(k, g.indptr[static_cast<std::size_t>(v) + 1] - e);
+          for (std::int64_t j = 0; j < take; ++j)
+            *out++ = EdgeRecord{r.new_nid[static_cast<std::size_t>(v)],
+                                g.src[static_cast<std::size_t>(e + j)],
+                                g.edge_id(static_cast<std::size_t>(e + j))};
+          k -= take;
+          in_row[w] += take;
+          if (g.indptr[static_cast<std::size_t>(v)] + in_row[w] ==
+              g.indptr[static_cast<std::size_t>(v) + 1]) {
+            ++at[w];
+            in_row[w] = 0;
+          }
+        }
+      });
+}
+
+/// Sorts the received edge records into CSC order and gives each build its owned rows, as
+/// a view of `records`.
+inline void attach_owned_edges(std::vector<EdgeRecord>& records, const DistRelabeling& r,
+                               Writer& w) {
+  std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
+    return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
+  });
+  std::size_t k = 0;
+  for (auto& b : w.builds) {
+    b.indptr.assign(static_cast<std::size_t>(b.inner) + 1, 0);
+    const std::size_t begin = k;
+    while (k < records.size() && records[k].dst < b.first + b.inner) {
+      ++b.indptr[static_cast<std::size_t>(records[k].dst - b.first) + 1];
+      ++k;
+    }
+    for (std::size_t row = 0; row < static_cast<std::size_t>(b.inner); ++row)
+      b.indptr[row + 1] += b.indptr[row];
+    b.owned = std::span<const EdgeRecord>(records.data() + begin, k - begin);
+    b.edge_first = r.edge_off[static_cast<std::size_t>(b.part)];
+  }
+}
+
+/// One halo level for each build not done: the sources of its last level's rows that are
+/// not local yet, sorted by ID, appended as local nodes. Returns, per writer, the new
+/// nodes to ask it the input IDs of; `first_new[i]` is where build i's new nodes start.
+inline std::vector<std::vector<std::int64_t>> add_halo_level(Writer& w,
+                                                             std::vector<std::size_t>& first_new) {
+  std::vector<std::vector<std::int64_t>> ask(static_cast<std::size_t>(w.c.size));
+  first_new.assign(w.builds.size(), 0);
+  for (std::size_t i = 0; i < w.builds.size(); ++i) {
+    auto& b = w.builds[i];
+    first_new[i] = b.nid.size();
+    if (b.done) continue;
+    const std::size_t level_end = b.nid.size();
+    std::vector<std::int64_t> fresh;
+    for (std::size_t row = b.level_begin; row < level_end; ++row)
+      for (auto e = b.indptr[row]; e < b.indptr[row + 1]; ++e)
+        if (const auto src = b.edge(e).src; b.local_of(src) < 0) fresh.push_back(src);
+    std::sort(fresh.begin(), fresh.end());
+    fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+    if (fresh.empty()) {
+      b.done = true;
+      continue;
+    }
+    for (const auto id : fresh) {
+      b.halo_local.emplace(id, static_cast<std::int64_t>(b.nid.size()));
+      b.nid.push_back(id);
+      ask[static_cast<std::size_t>(w.writer_of(w.r.part_of(id)))].push_back(id);
+    }
+    b.level_begin = level_end;
+  }
+  return ask;
+}
+
+/// Step 4d, halo: level by level, the sources of each level's rows that are not local yet,
+/// sorted by ID, with their input IDs from their writers; rows of every level below
+/// halo_hops hold their in-edges (fetched from their writers). Collective.
+inline void gather_halos(const mpi::Comm& c, Writer& w, int halo_hops) {
+  const std::function<int(std::int64_t)> writer_fn = [&](std::int64_t p) { return w.writer_of(p); };
+  const std::function<const PartBuild*(std::int64_t)> build_fn = [&](std::int64_t p) {
+    return &w.builds[w.build_index(p)];
+  };
+  for (int hop = 1; hop <= halo_hops; ++hop) {
+    if (hop > 1) fetch_halo_rows(c, w.builds, w.r.node_off, writer_fn, build_fn);
+    std::vector<std::size_t> first_new;
+    const auto ask = add_halo_level(w, first_new);
+    const auto orig = ask_ranks(c, ask, [&](std::int64_t id) {
+      const auto& b = w.build_of(id);
+      return b.orig_nid[static_cast<std::size_t>(id - b.first)];
+    });
+    std::vector<std::size_t> used(static_cast<std::size_t>(c.size), 0);
+    for (std::size_t i = 0; i < w.builds.size(); ++i) {
+      auto& b = w.builds[i];
+      b.orig_nid.resize(b.nid.size());
+      for (std::size_t row = first_new[i]; row < b.nid.size(); ++row) {
+        const auto d = static_cast<std::size_t>(w.writer_of(w.r.part_of(b.nid[row])));
+        b.orig_nid[row] = orig[d][used[d]++];
+      }
+    }
+  }
+}
+
+/// Step 4e: each build's graph files into its staging folder (partition_graph's files,
+/// through the same writer). Returns [part][inner nodes, halo nodes, inner edges, local
+/// edges], summed over ranks. Collective; fails every rank together.
+inline std::vector<std::int64_t> write_builds(const mpi::Comm& c, const Writer& w,
+                                              const std::filesystem::path& staging) {
+  std::vector<std::int64_t> stats(static_cast<std::size_t>(w.num_parts) * 4, 0);
+  mpi::all_or_none(c, [&] {
+    for (const auto& b : w.builds) {
+      const GraphFileShape shape{static_cast<std::int64_t>(b.nid.size()), b.inner, b.num_edges()};
+      const auto edge_rows = static_cast<std::int64_t>(b.indptr.size()) - 1;
+      write_partition_graph(
+          staging / ("part" + std::to_string(b.part)) / "graph", shape,
+          [&](std::int64_t row) {
+            return row < edge_rows ? b.indptr[static_cast<std::size_t>(row) + 1] -
+                                         b.indptr[static_cast<std::size_t>(row)]
+                                   : std::int64_t{0};
+          },
+          [&](auto&& push) {
+            for (std::int64_t e = 0; e < shape.local_edges; ++e) {
+              const HaloEdge x = b.edge(e);
+              push(b.local_of(x.src), x.eid, x.orig_eid, e < b.inner_edges());
+            }
+          },
+          [&](std::int64_t i) { return b.nid[static_cast<std::size_t>(i)]; }, b.orig_nid);
+      auto* st = &stats[static_cast<std::size_t>(b.part) * 4];
+      st[0] = b.inner;
+      st[1] = shape.num_local - b.inner;
+      st[2] = b.inner_edges();
+      st[3] = shape.local_edges;
+    }
+  });
+  c.sum(stats);
+  return stats;
+}
+
+/// Step 5's summary and config (every rank computes them alike), as partition_graph
+/// describes its partitions, plus the distributed run's own figures.
+inline DistPartitionResult describe_distributed(
+    const mpi::Comm& c, const DistInput& in, const DistAssignment& a, const DistRelabeling& r,
+    const DistCounts& counts, const std::vector<std::int64_t>& stats, std::int64_t num_parts,
+    const DistPartitionOptions& opts, const std::vector<FeatureSpec>& feature_specs,
+    const std::filesystem::path& config_path) {
+  const auto K = static_cast<std::size_t>(num_parts);
+  DistPartitionResult result;
+  result.num_ranks = c.size;
+  PartitionResult& s = result.summary;
+  s.parts.resize(K);
+  for (std::size_t p = 0; p < K; ++p) {
+    s.parts[p] = {stats[p * 4], stats[p * 4 + 1], stats[p * 4 + 2], stats[p * 4 + 3], {}};
+    if (in.have_classes)
+      s.parts[p].class_counts.assign(
+          counts.class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4),
+          counts.class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4 + 4));
+    result.writer_of_part.push_back(
+        writer_of_part(static_cast<std::int64_t>(p), c.size, num_parts));
+  }
+  s.cross_edges = counts.cross;
+  set_balance(s);
+  describe_partitions(s, in.name, a.method, opts.halo_hops, in.n, in.m, true, opts.seed, {in.n},
+                      {in.m});
+  PartitionConfig& cfg = s.config;
+  cfg.path = config_path;
+  cfg.node_ranges = type_ranges(r.node_off, num_parts, 1);
+  cfg.edge_ranges = type_ranges(r.edge_off, num_parts, 1);
+  cfg.node_feats = feature_specs;
+  cfg.extra["distributed"] = {{"ranks", c.size},
+                              {"writer_of_part", result.writer_of_part},
+                              {"hub_degree", a.hub_degree},
+                              {"hubs", a.hubs}};
+  return result;
+}
+
 }  // namespace detail::dist
 
 /// Partitions `input` into `num_parts` parts under `out_dir` as the ranks of `comm`
@@ -636,7 +1248,6 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
                                                  std::int64_t num_parts,
                                                  const std::filesystem::path& out_dir,
                                                  const DistPartitionOptions& opts = {}) {
-  namespace fs = std::filesystem;
   using namespace detail::dist;
   Progress silent(true);
   Progress& progress = opts.progress ? *opts.progress : silent;
@@ -646,508 +1257,65 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     progress.begin(s);
   };
   const std::size_t first_stage = progress.stages().size();
-  // 1. Read (or generate) the edges, validated on every rank before anything is written.
   stage("read input");
-  std::optional<ChunkedGraph> chunked;
-  std::int64_t n = 0;
-  std::string name = graph_name;
-  mpi::all_or_none(c, [&] {
-    if (input.rmat)
-      detail::check_rmat_options(*input.rmat);
-    else
-      chunked = read_chunked_graph(input.chunked);
-    if (name.empty()) name = chunked ? chunked->name : "rmat" + std::to_string(input.rmat->scale);
-    if (name.empty() || name.find('/') != std::string::npos)
-      throw InvalidArgument("graph name '" + name + "': expected a non-empty file name");
-    if (opts.halo_hops < 1 || opts.halo_hops > 16)
-      throw InvalidArgument("halo_hops " + std::to_string(opts.halo_hops) + ": expected [1, 16]");
-    if (!is_feature_dtype(opts.feat_dtype))
-      throw InvalidArgument("feat_dtype " + std::string(dtype_name(opts.feat_dtype)) +
-                            ": expected float32, float16 or bfloat16");
-    n = chunked ? chunked->num_nodes : std::int64_t{1} << input.rmat->scale;
-    if (num_parts < 1 || num_parts > n)
-      throw InvalidArgument("num_parts " + std::to_string(num_parts) + ": expected [1, " +
-                            std::to_string(n) + "] (the node count)");
-    if (chunked)
-      for (const auto& a : chunked->node_data)
-        if (a.shape.size() > 2)
-          throw InvalidArgument("node data '" + a.name + "' has " + std::to_string(a.shape.size()) +
-                                " dimensions; the distributed partitioner stores 1-D and 2-D");
-  });
-  // Every rank read its own metadata (hosts may hold copies): they must describe one graph.
-  const std::int64_t shape[3] = {
-      n, chunked ? chunked->num_edges : 0,
-      chunked ? static_cast<std::int64_t>(chunked->node_data.size()) : 0};
-  const std::int64_t rank0[3] = {c.broadcast(shape[0]), c.broadcast(shape[1]),
-                                 c.broadcast(shape[2])};
-  mpi::all_or_none(c, [&] {
-    if (!std::equal(shape, shape + 3, rank0))
-      throw FormatError((input.chunked / chunked_metadata_name).string(),
-                        "this rank's copy describes " + std::to_string(shape[0]) + " nodes, " +
-                            std::to_string(shape[1]) + " edges and " + std::to_string(shape[2]) +
-                            " node arrays; rank 0's " + std::to_string(rank0[0]) + ", " +
-                            std::to_string(rank0[1]) + " and " + std::to_string(rank0[2]));
-  });
-  std::vector<std::int64_t> classes;
-  const Blocks nodes(n, c.size);
-  InEdges g =
-      input.rmat ? generate_in_edges(c, *input.rmat, nodes) : read_in_edges(c, *chunked, nodes);
-  const std::int64_t m = c.sum(static_cast<std::int64_t>(g.src.size()));
-  mpi::all_or_none(
-      c, [&] { classes = block_classes(chunked ? &*chunked : nullptr, g.first, g.count); });
-  const bool have_classes = c.max(classes.empty() ? 0 : 1) == 1;
-  mpi::all_or_none(c, [&] {
-    if (opts.balance_train && !have_classes)
-      throw InvalidArgument(
-          "balancing train/val/test needs train/val/test masks; the input has "
-          "none");
-  });
-  auto degree = [&](std::int64_t v) {
-    return g.indptr[static_cast<std::size_t>(v) + 1] - g.indptr[static_cast<std::size_t>(v)];
-  };
+  DistInput in = read_input(c, input, graph_name, num_parts, opts);
 
-  // 2. Assign nodes to partitions.
   stage("assign partitions");
-  const auto K = static_cast<std::size_t>(num_parts);
-  std::vector<std::int64_t> parts;
-  std::string method;
-  std::int64_t hubs_moved = 0, hub_cap = 0;
-  if (opts.method == PartMethod::random) {
-    parts = random_parts(c, g.count, num_parts,
-                         opts.balance_train ? classes : std::vector<std::int64_t>{}, opts.seed);
-    method = "random";
-  } else {
-    std::vector<SCOTCH_Num> rows, neighbors;
-    if (!g.simple_symmetric) std::tie(rows, neighbors) = symmetric_rows(c, g, nodes);
-    const std::span<const SCOTCH_Num> all_rows =
-        g.simple_symmetric ? std::span<const SCOTCH_Num>(g.indptr) : std::span(rows);
-    const std::span<const SCOTCH_Num> all_nbrs =
-        g.simple_symmetric ? std::span<const SCOTCH_Num>(g.src) : std::span(neighbors);
-    // Hubs leave PT-Scotch's graph (its FM refinement slows down with the largest degree:
-    // PERFORMANCE.md, "Partitioning over MPI") and join the partition most of their
-    // neighbours are in.
-    const std::int64_t cap =
-        opts.hub_degree > 0
-            ? opts.hub_degree
-            : std::max<std::int64_t>(64, 16 * c.sum(static_cast<std::int64_t>(all_nbrs.size())) /
-                                             std::max<std::int64_t>(n, 1));
-    std::vector<std::int64_t> local_hubs;
-    for (std::int64_t v = 0; v < g.count; ++v)
-      if (all_rows[static_cast<std::size_t>(v) + 1] - all_rows[static_cast<std::size_t>(v)] > cap)
-        local_hubs.push_back(g.first + v);
-    const std::vector<std::int64_t> hubs = c.all_gather_v(local_hubs);  // sorted: ranks in order
-    auto hub_index = [&](std::int64_t id) {
-      const auto it = std::lower_bound(hubs.begin(), hubs.end(), id);
-      return it != hubs.end() && *it == id ? it - hubs.begin() : std::ptrdiff_t{-1};
-    };
-    std::vector<SCOTCH_Num> scotch_rows(static_cast<std::size_t>(g.count) + 1, 0), scotch_nbrs;
-    scotch_nbrs.reserve(all_nbrs.size());
-    for (std::int64_t v = 0; v < g.count; ++v) {
-      if (hub_index(g.first + v) < 0)
-        for (auto k = all_rows[static_cast<std::size_t>(v)];
-             k < all_rows[static_cast<std::size_t>(v) + 1]; ++k)
-          if (hub_index(all_nbrs[static_cast<std::size_t>(k)]) < 0)
-            scotch_nbrs.push_back(all_nbrs[static_cast<std::size_t>(k)]);
-      scotch_rows[static_cast<std::size_t>(v) + 1] = static_cast<SCOTCH_Num>(scotch_nbrs.size());
-    }
-    std::vector<SCOTCH_Num> weights;
-    weights.reserve(static_cast<std::size_t>(g.count) + 1);  // data() is never null
-    if (opts.balance_edges)
-      for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + degree(v));
-    mpi::ScotchOptions so;
-    so.weighted = opts.balance_edges;
-    so.num_parts = num_parts;
-    so.imbalance = opts.imbalance;
-    so.seed = opts.seed;
-    so.strategy = opts.scotch_strategy;
-    so.check = n <= (std::int64_t{1} << 20);
-    parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
-    scotch_rows = {};
-    scotch_nbrs = {};
-    // Each hub's neighbours vote with their partitions; the hub takes the majority.
-    std::vector<std::int64_t> votes(hubs.size() * K, 0);
-    for (std::int64_t v = 0; v < g.count; ++v) {
-      if (hub_index(g.first + v) >= 0) continue;
-      for (auto k = all_rows[static_cast<std::size_t>(v)];
-           k < all_rows[static_cast<std::size_t>(v) + 1]; ++k)
-        if (const auto h = hub_index(all_nbrs[static_cast<std::size_t>(k)]); h >= 0)
-          ++votes[static_cast<std::size_t>(h) * K +
-                  static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
-    }
-    c.sum(votes);
-    for (const auto h : local_hubs) {
-      const auto* v = &votes[static_cast<std::size_t>(hub_index(h)) * K];
-      parts[static_cast<std::size_t>(h - g.first)] = std::max_element(v, v + K) - v;
-    }
-    hubs_moved = static_cast<std::int64_t>(hubs.size());
-    hub_cap = cap;
-    rows = {};
-    neighbors = {};
-    if (opts.balance_train) balance_classes(c, parts, classes, g, num_parts);
-    method = "ptscotch";
-  }
+  DistAssignment a = assign_distributed(c, in, num_parts, opts);
 
-  // 3. Relabel: partition-major new IDs, input-ID order inside each partition.
   stage("relabel");
-  std::vector<std::int64_t> count(K, 0), edge_count(K, 0);
-  for (std::int64_t v = 0; v < g.count; ++v) {
-    ++count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
-    edge_count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])] += degree(v);
-  }
-  const auto all_count = c.all_gather(count);  // [rank][part]
-  std::vector<std::int64_t> node_off(K + 1, 0), my_next(K, 0);
-  for (std::size_t p = 0; p < K; ++p) {
-    std::int64_t before_me = 0, total = 0;
-    for (std::size_t r = 0; r < static_cast<std::size_t>(c.size); ++r) {
-      if (r < static_cast<std::size_t>(c.rank)) before_me += all_count[r * K + p];
-      total += all_count[r * K + p];
-    }
-    node_off[p + 1] = node_off[p] + total;
-    my_next[p] = node_off[p] + before_me;
-  }
-  std::vector<std::int64_t> new_nid(static_cast<std::size_t>(g.count));
-  for (std::size_t v = 0; v < new_nid.size(); ++v)
-    new_nid[v] = my_next[static_cast<std::size_t>(parts[v])]++;
-  c.sum(edge_count);
-  std::vector<std::int64_t> edge_off(K + 1, 0);
-  for (std::size_t p = 0; p < K; ++p) edge_off[p + 1] = edge_off[p] + edge_count[p];
-  auto part_of = [&](std::int64_t id) {
-    return static_cast<std::int64_t>(std::upper_bound(node_off.begin(), node_off.end(), id) -
-                                     node_off.begin()) -
-           1;
-  };
-  // The new ID of every source, asked of its owner (each distinct source once).
-  {
-    const auto new_of = OwnerAnswers::ask(c, nodes, n, g.src, [&](std::int64_t id) {
-      return new_nid[static_cast<std::size_t>(id - g.first)];
-    });
-    for (auto& s : g.src) s = new_of.at(s);
-  }
-  std::int64_t cross = 0;
-  for (std::int64_t v = 0; v < g.count; ++v)
-    for (auto k = g.indptr[static_cast<std::size_t>(v)];
-         k < g.indptr[static_cast<std::size_t>(v) + 1]; ++k)
-      cross += part_of(g.src[static_cast<std::size_t>(k)]) != parts[static_cast<std::size_t>(v)];
-  cross = c.sum(cross);
-  std::vector<std::int64_t> class_counts(K * 4, 0);
-  if (have_classes) {
-    for (std::size_t v = 0; v < classes.size(); ++v)
-      ++class_counts[static_cast<std::size_t>(parts[v]) * 4 + static_cast<std::size_t>(classes[v])];
-    c.sum(class_counts);
-  }
+  DistRelabeling r = relabel_distributed(c, in, a.parts, num_parts);
+  const DistCounts counts = count_distributed(c, in, a.parts, r, num_parts);
 
-  // 4. Nodes, their data and their in-edges to the writers of their partitions.
   stage("send to writers");
-  auto writer_of_part = [&](std::int64_t p) {
-    return static_cast<int>(p * c.size / num_parts);  // p < 2^40, size < 2^20
-  };
-  std::vector<PartBuild> builds;
-  for (std::int64_t p = 0; p < num_parts; ++p)
-    if (writer_of_part(p) == c.rank) {
-      PartBuild b;
-      b.part = p;
-      b.first = node_off[static_cast<std::size_t>(p)];
-      b.inner = node_off[static_cast<std::size_t>(p) + 1] - b.first;
-      b.nid.resize(static_cast<std::size_t>(b.inner));
-      std::iota(b.nid.begin(), b.nid.end(), b.first);
-      b.orig_nid.assign(static_cast<std::size_t>(b.inner), -1);
-      builds.push_back(std::move(b));
-    }
-  auto build_index = [&](std::int64_t p) {
-    for (std::size_t i = 0; i < builds.size(); ++i)
-      if (builds[i].part == p) return i;
-    throw PartitionError("partition " + std::to_string(p) + " is not written by rank " +
-                         std::to_string(c.rank));
-  };
-  // The staging folder: one name for the whole job (rank 0's process ID), on every host.
-  const std::int64_t tag = c.broadcast(::getpid());
-  MPI_Comm host_comm;
-  mpi::check(MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &host_comm),
-             "Comm_split_type");
-  const mpi::Comm host(host_comm);
-  const bool host_leader = host.rank == 0;
-  const fs::path config_path = out_dir / (name + ".json");
-  const fs::path staging = out_dir / (staging_folder_prefix(name) + std::to_string(tag));
-  struct StagingGuard {
-    fs::path dir;
-    bool active;
-    MPI_Comm* comm;
-    ~StagingGuard() {
-      std::error_code ignored;
-      if (active) fs::remove_all(dir, ignored);
-      MPI_Comm_free(comm);
-    }
-  } staging_guard{staging, host_leader, &host_comm};
-  mpi::all_or_none(c, [&] {
-    if (host_leader) detail::clear_for_new_partition(out_dir, name);
+  Writer w(c, num_parts, r);
+  const HostStaging staging(c, out_dir, in.name);
+  prepare_staging(c, staging, w, out_dir, in.name);
+  ByWriter by;
+  std::tie(by.order, by.off) = group_by_rank(in.g.count, c.size, [&](std::int64_t v) {
+    return w.writer_of(a.parts[static_cast<std::size_t>(v)]);
   });
-  mpi::all_or_none(c, [&] {
-    for (const auto& b : builds)
-      for (const char* sub : {"graph", "node_feat", "edge_feat"}) {
-        std::error_code ec;
-        fs::create_directories(staging / ("part" + std::to_string(b.part)) / sub, ec);
-        if (ec)
-          throw IoError((staging / ("part" + std::to_string(b.part))).string(),
-                        "cannot create staging folder: " + ec.message());
-      }
-  });
-  const auto [vorder, voff] = group_by_rank(g.count, c.size, [&](std::int64_t v) {
-    return writer_of_part(parts[static_cast<std::size_t>(v)]);
-  });
-  {
-    const auto records = send_grouped<NodeRecord>(c, vorder, voff, [&](std::int64_t v) {
-      return NodeRecord{new_nid[static_cast<std::size_t>(v)], g.first + v};
-    });
-    for (const auto& r : records) {
-      auto& b = builds[build_index(part_of(r.nid))];
-      b.orig_nid[static_cast<std::size_t>(r.nid - b.first)] = r.orig;
-    }
-  }
-  // Node data: each row to its writer, written straight into the partition's file.
+  send_node_ids(c, in, r, by, w);
   std::vector<FeatureSpec> feature_specs;
-  if (chunked) {
-    for (const auto& a : chunked->node_data) {
-      const DType stored = a.dtype == DType::float32 ? opts.feat_dtype : a.dtype;
-      feature_specs.push_back({a.name, std::string(dtype_name(stored)), a.shape});
-      const std::size_t rb = a.row_bytes(), width = sizeof(std::int64_t) + rb;
-      const std::int64_t cols = a.shape.size() == 2 ? a.shape[1] : 0;
-      std::vector<std::optional<NpyRowFile>> files(builds.size());
-      mpi::all_or_none(c, [&] {
-        for (std::size_t i = 0; i < builds.size(); ++i)
-          files[i].emplace(
-              staging / ("part" + std::to_string(builds[i].part)) / "node_feat" / (a.name + ".npy"),
-              stored, builds[i].inner, cols);
-      });
-      std::vector<std::byte> block(static_cast<std::size_t>(g.count) * rb);
-      mpi::all_or_none(
-          c, [&] { read_node_rows(*chunked, a, g.first, g.first + g.count, block.data()); });
-      std::vector<std::int64_t> at(voff.begin(), voff.end() - 1);
-      const auto rows = mpi::exchange_records<std::byte>(
-          c, counts_of(voff), width, [&](int d, std::byte* out, std::int64_t k) {
-            auto& i = at[static_cast<std::size_t>(d)];
-            for (std::int64_t j = 0; j < k; ++j, ++i, out += width) {
-              const auto v = static_cast<std::size_t>(vorder[static_cast<std::size_t>(i)]);
-              std::memcpy(out, &new_nid[v], sizeof(std::int64_t));
-              std::memcpy(out + sizeof(std::int64_t), block.data() + v * rb, rb);
-            }
-          });
-      block = {};
-      std::vector<std::byte> converted(static_cast<std::size_t>(std::max<std::int64_t>(cols, 1)) *
-                                       dtype_size(stored));
-      mpi::all_or_none(c, [&] {
-        for (std::size_t off = 0; off < rows.size(); off += width) {
-          std::int64_t id;
-          std::memcpy(&id, rows.data() + off, sizeof id);
-          const auto i = build_index(part_of(id));
-          const std::byte* row = rows.data() + off + sizeof id;
-          if (stored != a.dtype) {
-            convert_from_float32(stored,
-                                 {reinterpret_cast<const float*>(row),
-                                  static_cast<std::size_t>(std::max<std::int64_t>(cols, 1))},
-                                 converted);
-            row = converted.data();
-          }
-          files[i]->put_row(id - builds[i].first, row);
-        }
-        for (auto& f : files) f->publish();
-      });
+  if (in.chunked)
+    for (const auto& array : in.chunked->node_data) {
+      const DType stored = array.dtype == DType::float32 ? opts.feat_dtype : array.dtype;
+      feature_specs.push_back({array.name, std::string(dtype_name(stored)), array.shape});
+      send_node_array(c, in, r, by, w, array, stored, staging.path());
     }
-  }
-  // In-edges, row by row, from the rows grouped by writer; the writer's builds view them.
-  std::vector<EdgeRecord> records;
-  {
-    std::vector<std::int64_t> per_writer(static_cast<std::size_t>(c.size), 0);
-    for (std::size_t d = 0; d < per_writer.size(); ++d)
-      for (auto i = voff[d]; i < voff[d + 1]; ++i)
-        per_writer[d] += degree(vorder[static_cast<std::size_t>(i)]);
-    std::vector<std::int64_t> at(voff.begin(), voff.end() - 1),
-        in_row(static_cast<std::size_t>(c.size), 0);
-    records = mpi::exchange_records<EdgeRecord>(
-        c, per_writer, 1, [&](int d, EdgeRecord* out, std::int64_t k) {
-          const auto w = static_cast<std::size_t>(d);
-          while (k > 0) {
-            const auto v = vorder[static_cast<std::size_t>(at[w])];
-            const auto e = g.indptr[static_cast<std::size_t>(v)] + in_row[w];
-            const auto take = std::min(k, g.indptr[static_cast<std::size_t>(v) + 1] - e);
-            for (std::int64_t j = 0; j < take; ++j)
-              *out++ = EdgeRecord{new_nid[static_cast<std::size_t>(v)],
-                                  g.src[static_cast<std::size_t>(e + j)],
-                                  g.edge_id(static_cast<std::size_t>(e + j))};
-            k -= take;
-            in_row[w] += take;
-            if (g.indptr[static_cast<std::size_t>(v)] + in_row[w] ==
-                g.indptr[static_cast<std::size_t>(v) + 1]) {
-              ++at[w];
-              in_row[w] = 0;
-            }
-          }
-        });
-    g = InEdges{};
-    new_nid = {};
-    parts = {};
-    std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
-      return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
-    });
-    std::size_t k = 0;
-    for (auto& b : builds) {
-      b.indptr.assign(static_cast<std::size_t>(b.inner) + 1, 0);
-      const std::size_t begin = k;
-      while (k < records.size() && records[k].dst < b.first + b.inner) {
-        ++b.indptr[static_cast<std::size_t>(records[k].dst - b.first) + 1];
-        ++k;
-      }
-      for (std::size_t r = 0; r < static_cast<std::size_t>(b.inner); ++r)
-        b.indptr[r + 1] += b.indptr[r];
-      b.owned = std::span<const EdgeRecord>(records.data() + begin, k - begin);
-      b.edge_first = edge_off[static_cast<std::size_t>(b.part)];
-    }
-  }
+  std::vector<EdgeRecord> records = send_in_edges(c, in.g, r, by);
+  // The writers hold the nodes and edges now: the rank's share goes.
+  in.g = InEdges{};
+  r.new_nid = {};
+  a.parts = {};
+  attach_owned_edges(records, r, w);
 
-  // Halo levels: the sources of each level's rows that are not local yet, sorted by ID;
-  // rows of every level below halo_hops hold their in-edges (from their writers).
   stage("halo");
-  std::function<int(std::int64_t)> writer_fn = writer_of_part;
-  std::function<const PartBuild*(std::int64_t)> build_fn = [&](std::int64_t p) {
-    return &builds[build_index(p)];
-  };
-  for (int hop = 1; hop <= opts.halo_hops; ++hop) {
-    if (hop > 1) fetch_halo_rows(c, builds, node_off, writer_fn, build_fn);
-    std::vector<std::vector<std::int64_t>> ask(static_cast<std::size_t>(c.size));
-    std::vector<std::size_t> first_new(builds.size());
-    for (std::size_t i = 0; i < builds.size(); ++i) {
-      auto& b = builds[i];
-      first_new[i] = b.nid.size();
-      if (b.done) continue;
-      const std::size_t level_end = b.nid.size();
-      std::vector<std::int64_t> fresh;
-      for (std::size_t r = b.level_begin; r < level_end; ++r)
-        for (auto e = b.indptr[r]; e < b.indptr[r + 1]; ++e)
-          if (const auto src = b.edge(e).src; b.local_of(src) < 0) fresh.push_back(src);
-      std::sort(fresh.begin(), fresh.end());
-      fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
-      if (fresh.empty()) {
-        b.done = true;
-        continue;
-      }
-      for (const auto id : fresh) {
-        b.halo_local.emplace(id, static_cast<std::int64_t>(b.nid.size()));
-        b.nid.push_back(id);
-        ask[static_cast<std::size_t>(writer_of_part(part_of(id)))].push_back(id);
-      }
-      b.level_begin = level_end;
-    }
-    // Their input IDs, from their writers.
-    const auto orig = ask_ranks(c, ask, [&](std::int64_t id) {
-      const auto& b = builds[build_index(part_of(id))];
-      return b.orig_nid[static_cast<std::size_t>(id - b.first)];
-    });
-    std::vector<std::size_t> used(static_cast<std::size_t>(c.size), 0);
-    for (std::size_t i = 0; i < builds.size(); ++i) {
-      auto& b = builds[i];
-      b.orig_nid.resize(b.nid.size());
-      for (std::size_t r = first_new[i]; r < b.nid.size(); ++r) {
-        const auto w = static_cast<std::size_t>(writer_of_part(part_of(b.nid[r])));
-        b.orig_nid[r] = orig[w][used[w]++];
-      }
-    }
-  }
+  gather_halos(c, w, opts.halo_hops);
 
   // The partitions' graph files, then the move into place once every rank has written.
   stage("write partitions");
-  std::vector<std::int64_t> stats(K * 4, 0);  // inner nodes, halo nodes, inner edges, local
-  mpi::all_or_none(c, [&] {
-    using detail::NpyStream;
-    for (const auto& b : builds) {
-      const fs::path dir = staging / ("part" + std::to_string(b.part)) / "graph";
-      const auto num_local = static_cast<std::int64_t>(b.nid.size());
-      const std::int64_t local_edges = b.num_edges();
-      {
-        NpyStream indptr(dir / "indptr.npy", DType::int64, {num_local + 1});
-        for (const auto x : b.indptr) indptr.push(x);
-        for (auto r = static_cast<std::int64_t>(b.indptr.size()) - 1; r < num_local; ++r)
-          indptr.push(b.indptr.back());
-        indptr.finish();
-      }
-      {
-        NpyStream indices(dir / "indices.npy", DType::int64, {local_edges});
-        NpyStream eid(dir / "eid.npy", DType::int64, {local_edges});
-        NpyStream orig_eid(dir / "orig_eid.npy", DType::int64, {local_edges});
-        NpyStream inner_edge(dir / "inner_edge.npy", DType::bool_, {local_edges});
-        for (std::int64_t e = 0; e < local_edges; ++e) {
-          const HaloEdge x = b.edge(e);
-          indices.push(b.local_of(x.src));
-          eid.push(x.eid);
-          orig_eid.push(x.orig_eid);
-          inner_edge.push(static_cast<std::uint8_t>(e < b.inner_edges()));
-        }
-        indices.finish();
-        eid.finish();
-        orig_eid.finish();
-        inner_edge.finish();
-      }
-      write_npy<std::int64_t>(dir / "nid.npy", b.nid);
-      write_npy<std::int64_t>(dir / "orig_nid.npy", b.orig_nid);
-      NpyStream inner_node(dir / "inner_node.npy", DType::bool_, {num_local});
-      for (std::int64_t i = 0; i < num_local; ++i)
-        inner_node.push(static_cast<std::uint8_t>(i < b.inner));
-      inner_node.finish();
-      auto* st = &stats[static_cast<std::size_t>(b.part) * 4];
-      st[0] = b.inner;
-      st[1] = num_local - b.inner;
-      st[2] = b.inner_edges();
-      st[3] = local_edges;
-    }
-  });
-  builds.clear();
+  const std::vector<std::int64_t> stats = write_builds(c, w, staging.path());
+  std::vector<std::string> mine;
+  for (const auto& b : w.builds) mine.push_back("part" + std::to_string(b.part));
+  w.builds.clear();
   records = {};
-  c.sum(stats);
-  mpi::all_or_none(c, [&] {
-    for (std::int64_t p = 0; p < num_parts; ++p) {
-      if (writer_of_part(p) != c.rank) continue;
-      detail::move_into_place(staging, out_dir, "part" + std::to_string(p));
-    }
-    sync_folder(out_dir.string());
-  });
+  mpi::all_or_none(c, [&] { detail::publish_staged(staging.path(), out_dir, mine); });
 
-  // 5. The summary and the config, written last by each host's first rank.
+  // The summary and the config, written last by each host's first rank.
   stage("publish");
-  DistPartitionResult result;
-  result.num_ranks = c.size;
-  PartitionResult& r = result.summary;
-  r.parts.resize(K);
-  for (std::size_t p = 0; p < K; ++p) {
-    r.parts[p] = {stats[p * 4], stats[p * 4 + 1], stats[p * 4 + 2], stats[p * 4 + 3], {}};
-    if (have_classes)
-      r.parts[p].class_counts.assign(class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4),
-                                     class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4 + 4));
-    result.writer_of_part.push_back(writer_of_part(static_cast<std::int64_t>(p)));
-  }
-  r.cross_edges = cross;
-  detail::set_balance(r);
-  detail::describe_partitions(r, name, method, opts.halo_hops, n, m, true, opts.seed, {n}, {m});
-  PartitionConfig& cfg = r.config;
-  cfg.path = config_path;
-  cfg.node_ranges.assign(1, {});
-  cfg.edge_ranges.assign(1, {});
-  for (std::size_t p = 0; p < K; ++p) {
-    cfg.node_ranges[0].emplace_back(node_off[p], node_off[p + 1]);
-    cfg.edge_ranges[0].emplace_back(edge_off[p], edge_off[p + 1]);
-  }
-  cfg.node_feats = feature_specs;
-  cfg.extra["distributed"] = {{"ranks", c.size},
-                              {"writer_of_part", result.writer_of_part},
-                              {"hub_degree", hub_cap},
-                              {"hubs", hubs_moved}};
+  DistPartitionResult result = describe_distributed(c, in, a, r, counts, stats, num_parts, opts,
+                                                    feature_specs, out_dir / (in.name + ".json"));
   mpi::all_or_none(c, [&] {
-    if (host_leader) write_partition_config(cfg);
+    if (staging.host_leader()) write_partition_config(result.summary.config);
   });
   result.peak_rss_per_rank = c.all_gather(std::vector<std::int64_t>{peak_rss_bytes()});
-  r.peak_rss_bytes =
+  result.summary.peak_rss_bytes =
       *std::max_element(result.peak_rss_per_rank.begin(), result.peak_rss_per_rank.end());
   c.barrier();
   progress.end();
-  r.stages.assign(progress.stages().begin() + static_cast<std::ptrdiff_t>(first_stage),
-                  progress.stages().end());
+  result.summary.stages.assign(progress.stages().begin() + static_cast<std::ptrdiff_t>(first_stage),
+                               progress.stages().end());
   return result;
 }
 
