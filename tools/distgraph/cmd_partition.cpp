@@ -64,9 +64,8 @@ Input load_input(const std::string& spec, std::uint64_t seed, unsigned threads) 
   return in;
 }
 
-}  // namespace
-
-int run_partition(std::vector<std::string> argv) {
+/// Declares `distgraph partition`'s options and parses `argv`. Throws UsageError.
+Args parse_partition_args(std::vector<std::string> argv) {
   Args args("partition", std::move(argv));
   args.option("input",
               "dataset folder (homogeneous or typed), chunked graph folder, edge-list file, "
@@ -92,6 +91,124 @@ int run_partition(std::vector<std::string> argv) {
               "scalability")
       .flag("json", "print the summary as one JSON object");
   args.parse(0);
+  return args;
+}
+
+/// What the flags ask of either partitioner, read in the order they are checked.
+struct PartitionFlags {
+  std::string input;
+  PartitionOptions opts;
+  std::int64_t parts = 2;
+  bool json = false;
+};
+
+/// Reads the flags both partitioners take. Throws UsageError.
+PartitionFlags read_partition_flags(const Args& args) {
+  PartitionFlags f;
+  const auto input = args.get("input");
+  if (!input) throw UsageError("partition: --input is required (see --help)");
+  f.input = *input;
+  const std::string method = args.get_or("method", "metis");
+  if (method == "metis")
+    f.opts.method = PartMethod::metis;
+  else if (method == "random")
+    f.opts.method = PartMethod::random;
+  else
+    throw UsageError("partition: --method '" + method + "': expected metis or random");
+  const std::string feat_dtype = args.get_or("feat-dtype", "f32");
+  if (feat_dtype == "bf16")
+    f.opts.feat_dtype = DType::bfloat16;
+  else if (feat_dtype == "f16")
+    f.opts.feat_dtype = DType::float16;
+  else if (feat_dtype != "f32")
+    throw UsageError("partition: --feat-dtype '" + feat_dtype + "': expected bf16, f16 or f32");
+  f.parts = args.get_int("parts", 2, 1, 1 << 20);
+  f.opts.relabel = !args.has("no-relabel");
+  f.opts.halo_hops = static_cast<int>(args.get_int("halo-hops", 1, 1, 16));
+  f.opts.seed = static_cast<std::uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  f.opts.num_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
+  f.opts.balance_edges = args.has("balance-edges");
+  f.json = args.has("json");
+  return f;
+}
+
+/// Whether --balance-ntypes asks for balancing ('train', the only value known). Throws
+/// UsageError for another value.
+bool balance_requested(const Args& args) {
+  const auto b = args.get("balance-ntypes");
+  if (!b) return false;
+  if (*b != "train") throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
+  return true;
+}
+
+/// --distributed: this process as one rank of the MPI job.
+int partition_as_rank(const Args& args, const PartitionFlags& f) {
+  DistributedPartitionRequest req;
+  req.input = f.input;
+  req.name = args.get("name");
+  req.parts = f.parts;
+  req.out = args.get_or("out", "partitions");
+  req.opts = f.opts;
+  req.json = f.json;
+  req.scotch_strategy = args.get_or("scotch-strategy", "speed");
+  if (!f.opts.relabel)
+    throw UsageError("partition: --no-relabel is not available with --distributed");
+  req.balance_train = balance_requested(args);
+  return run_partition_distributed(req);
+}
+
+/// Partitions `graph` with `data` and prints the summary (one JSON object with --json).
+int partition_and_print(const Args& args, const PartitionFlags& f, const Progress& progress,
+                        const Graph& graph, const TensorList& data,
+                        const std::string& dataset_name) {
+  const std::string name = args.get_or("name", dataset_name.empty() ? "graph" : dataset_name);
+  const std::filesystem::path out = args.get_or("out", "partitions");
+  PartitionResult r = partition_graph(graph, name, f.parts, out, f.opts, data);
+  r.stages = progress.stages();
+  const nlohmann::json summary = summary_json(r, f.input);
+  if (f.json)
+    std::printf("%s\n", summary.dump().c_str());
+  else
+    print_summary(summary);
+  return 0;
+}
+
+/// A typed input: per-type features, the target's split; --balance-ntypes balances every
+/// node type and the target's train/val/test across partitions.
+int partition_typed(const Args& args, PartitionFlags f, Progress& progress) {
+  const HeteroDataset d = load_hetero_input(f.input);
+  const auto classes = hetero_split_classes(d);
+  if (balance_requested(args))
+    f.opts.balance_ntypes = classes;
+  else
+    f.opts.count_ntypes = classes;
+  progress.end();
+  return partition_and_print(args, f, progress, hetero_graph(d, f.opts.num_threads),
+                             hetero_node_data(d), d.name);
+}
+
+/// A homogeneous input. Train/val/test/other classes are always counted per partition for
+/// the summary, and balanced only when asked.
+int partition_homogeneous(const Args& args, PartitionFlags f, Progress& progress) {
+  Input in = load_input(f.input, f.opts.seed, f.opts.num_threads);
+  std::vector<std::int64_t> classes;
+  if (!in.data.train_mask.empty()) classes = split_classes(in.data);
+  if (balance_requested(args)) {
+    if (classes.empty())
+      throw UsageError("partition: --balance-ntypes train needs train/val/test masks; '" + f.input +
+                       "' has none");
+    f.opts.balance_ntypes = classes;
+  } else {
+    f.opts.count_ntypes = classes;
+  }
+  progress.end();
+  return partition_and_print(args, f, progress, in.graph, dataset_node_data(in.data), in.data.name);
+}
+
+}  // namespace
+
+int run_partition(std::vector<std::string> argv) {
+  const Args args = parse_partition_args(std::move(argv));
   if (args.help()) {
     args.print_help(
         "distgraph partition --input DIR --name NAME --parts N --method metis|random --out DIR\n"
@@ -101,97 +218,13 @@ int run_partition(std::vector<std::string> argv) {
         "--out DIR [...]");
     return 0;
   }
-  const auto input = args.get("input");
-  if (!input) throw UsageError("partition: --input is required (see --help)");
-  PartitionOptions opts;
-  const std::string method = args.get_or("method", "metis");
-  if (method == "metis")
-    opts.method = PartMethod::metis;
-  else if (method == "random")
-    opts.method = PartMethod::random;
-  else
-    throw UsageError("partition: --method '" + method + "': expected metis or random");
-  const std::string feat_dtype = args.get_or("feat-dtype", "f32");
-  if (feat_dtype == "bf16")
-    opts.feat_dtype = DType::bfloat16;
-  else if (feat_dtype == "f16")
-    opts.feat_dtype = DType::float16;
-  else if (feat_dtype != "f32")
-    throw UsageError("partition: --feat-dtype '" + feat_dtype + "': expected bf16, f16 or f32");
-  const std::int64_t parts = args.get_int("parts", 2, 1, 1 << 20);
-  opts.relabel = !args.has("no-relabel");
-  opts.halo_hops = static_cast<int>(args.get_int("halo-hops", 1, 1, 16));
-  opts.seed = static_cast<std::uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
-  opts.num_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
-  opts.balance_edges = args.has("balance-edges");
-  const bool json = args.has("json");
-  if (args.has("distributed")) {
-    DistributedPartitionRequest req;
-    req.input = *input;
-    req.name = args.get("name");
-    req.parts = parts;
-    req.out = args.get_or("out", "partitions");
-    req.opts = opts;
-    req.json = json;
-    req.scotch_strategy = args.get_or("scotch-strategy", "speed");
-    if (!opts.relabel)
-      throw UsageError("partition: --no-relabel is not available with --distributed");
-    if (auto b = args.get("balance-ntypes")) {
-      if (*b != "train")
-        throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
-      req.balance_train = true;
-    }
-    return run_partition_distributed(req);
-  }
-  Progress progress(json);
-  opts.progress = &progress;
-
-  // Partitions `graph` with `data`, prints the summary.
-  auto finish = [&](const Graph& graph, const TensorList& data, const std::string& dataset_name) {
-    const std::string name = args.get_or("name", dataset_name.empty() ? "graph" : dataset_name);
-    const std::filesystem::path out = args.get_or("out", "partitions");
-    PartitionResult r = partition_graph(graph, name, parts, out, opts, data);
-    r.stages = progress.stages();
-    const nlohmann::json summary = summary_json(r, *input);
-    if (json)
-      std::printf("%s\n", summary.dump().c_str());
-    else
-      print_summary(summary);
-    return 0;
-  };
+  PartitionFlags f = read_partition_flags(args);
+  if (args.has("distributed")) return partition_as_rank(args, f);
+  Progress progress(f.json);
+  f.opts.progress = &progress;
   progress.begin("load input");
-  if (is_hetero_input(*input)) {
-    // Typed: per-type features, the target's split; --balance-ntypes balances every node
-    // type and the target's train/val/test across partitions.
-    const HeteroDataset d = load_hetero_input(*input);
-    const auto classes = hetero_split_classes(d);
-    if (auto b = args.get("balance-ntypes")) {
-      if (*b != "train")
-        throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
-      opts.balance_ntypes = classes;
-    } else {
-      opts.count_ntypes = classes;
-    }
-    progress.end();
-    return finish(hetero_graph(d, opts.num_threads), hetero_node_data(d), d.name);
-  }
-  Input in = load_input(*input, opts.seed, opts.num_threads);
-  // Train/val/test/other classes are always counted per partition for the summary, and
-  // balanced only when asked.
-  std::vector<std::int64_t> classes;
-  if (!in.data.train_mask.empty()) classes = split_classes(in.data);
-  if (auto b = args.get("balance-ntypes")) {
-    if (*b != "train")
-      throw UsageError("partition: --balance-ntypes '" + *b + "': expected 'train'");
-    if (classes.empty())
-      throw UsageError("partition: --balance-ntypes train needs train/val/test masks; '" + *input +
-                       "' has none");
-    opts.balance_ntypes = classes;
-  } else {
-    opts.count_ntypes = classes;
-  }
-  progress.end();
-  return finish(in.graph, dataset_node_data(in.data), in.data.name);
+  if (is_hetero_input(f.input)) return partition_typed(args, f, progress);
+  return partition_homogeneous(args, f, progress);
 }
 
 }  // namespace distgraph::cli
