@@ -578,8 +578,6 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
                        "--heads 5 does not divide --hidden 64");
   check_one_line_error(train({"--heads", "4", "--out", o}), 2, "--heads");
   check_one_line_error(train({"--patience", "-2", "--out", o}), 2, "--patience -2 out of range");
-  check_one_line_error(train({"--task", "link", "--patience", "5", "--out", o}), 2,
-                       "--patience is for --task node");
   check_one_line_error(train({"--eval", "exact", "--out", o}), 2,
                        "train: --eval 'exact': expected full or sampled");
   check_one_line_error(train({"--eval-every", "0", "--out", o}), 2, "--eval-every 0 out of range");
@@ -589,8 +587,8 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
                        "train: --save-embeddings is for --task node");
   check_one_line_error(train({"--embedding-dim", "8", "--save-embeddings", "--out", o}), 2,
                        "train: --save-embeddings needs a model of the node features");
-  check_one_line_error(train({"hsbm", "--eval-every", "2", "--out", o}), 2,
-                       "train: --eval-every is for homogeneous graphs");
+  check_one_line_error(train({"hsbm", "--eval", "sampled", "--out", o}), 2,
+                       "train: --eval is for homogeneous graphs");
   const auto missing = (tmp.path() / "no-such-dataset").string();
   check_one_line_error(train({missing, "--standalone", "--out", o}), 1, "no-such-dataset");
   CHECK_FALSE(fs::exists(out));  // nothing was written for any of these
@@ -837,6 +835,52 @@ TEST_CASE(
   CHECK(result["target_ntype"] == "paper");
   // 4 classes; a class-mean classifier on paper features scores about 0.29.
   CHECK(result["test"].get<double>() > 0.7);
+}
+
+TEST_CASE(
+    "distgraph train on a typed graph validates every --eval-every epochs, selects its "
+    "best epoch and resumes",
+    "[train][integration][hetero][selection]") {
+  REQUIRE_TRAIN();
+  TempDir tmp;
+  const fs::path out = tmp.path() / "run";
+  const auto typed = [&](const char* epochs, std::vector<std::string> more) {
+    std::vector<std::string> args{"hsbm",  "--standalone", "--model", "hsage",      "--epochs",
+                                  epochs,  "--eval-every", "2",       "--patience", "0",
+                                  "--out", out.string(),   "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return train(args);
+  };
+  const Run first = typed("3", {});
+  INFO(first.output);
+  REQUIRE(first.exit_code == 0);
+  const Run resumed = typed("6", {"--resume"});
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  const auto lines = json_lines(resumed.output);
+  REQUIRE(lines.size() == 4);  // epochs 3, 4 and 5, then the result
+  // Validated after every second epoch and the last: epoch 4 (counted from 0) has none.
+  CHECK(lines[0]["epoch"] == 3);
+  CHECK(lines[0]["val_metric"].is_number());
+  CHECK(lines[1]["val_metric"].is_null());
+  const auto& result = lines.back();
+  CHECK(result["epochs"] == 6);
+  CHECK(result["patience"] == 0);
+  // The selected epoch is the validated one with the best metric, before the resume or after.
+  auto epochs = json_lines(first.output);
+  epochs.pop_back();  // the first run's result
+  epochs.insert(epochs.end(), lines.begin(), lines.end() - 1);
+  REQUIRE(epochs.size() == 6);
+  std::int64_t best = -1;
+  for (std::size_t e = 0; e < epochs.size(); ++e)
+    if (epochs[e]["val_metric"].is_number() &&
+        (best < 0 || epochs[e]["val_metric"].get<double>() >
+                         epochs[static_cast<std::size_t>(best)]["val_metric"].get<double>()))
+      best = static_cast<std::int64_t>(e);
+  CHECK(result["best_epoch"].get<std::int64_t>() == best);
+  CHECK(result["val"].get<double>() ==
+        epochs[static_cast<std::size_t>(best)]["val_metric"].get<double>());
+  CHECK(fs::exists(out / "best.pt"));
 }
 
 TEST_CASE("distgraph train refuses unknown typed names with one line naming them",

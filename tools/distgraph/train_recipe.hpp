@@ -43,7 +43,7 @@ inline void declare_train_options(Args& args) {
       .option("parts", "partitions = loopback machines (default 2)")
       .option("servers", "servers per machine (default 1)")
       .option("trainers", "trainers per machine (default 1)")
-      .option("epochs", "the most epochs to train (default 200; typed graphs and --task link: 50)")
+      .option("epochs", "the most epochs to train (default 200; typed graphs: 50; --task link: 10)")
       .option("patience",
               "stop once the best validation epoch is P epochs old (default -1: 100 optimizer "
               "steps' worth, at least 50; 0: never; gcn and gat: 0)")
@@ -189,8 +189,6 @@ inline ModelKind model_kind_from(const std::string& model) {
 inline void read_training_options(const Args& a, ModelKind kind, NodeClassificationOptions& o) {
   o.epochs = a.get_int("epochs", o.epochs, 1, 1'000'000);
   o.patience = a.get_int("patience", o.patience, -1, 1'000'000);
-  if (a.has("patience") && is_link_task(a))
-    throw UsageError("train: --patience is for --task node");
   o.seed = static_cast<std::uint64_t>(a.get_int("seed", 0, 0, INT64_MAX));
   o.hidden = a.get_int("hidden", o.hidden, 1, 1 << 20);
   if (const auto f = a.get("fanouts")) o.fanouts = parse_fanouts(*f);
@@ -259,7 +257,7 @@ inline void read_eval_options(const Args& a, NodeClassificationOptions& o) {
   }
   o.eval_every = a.get_int("eval-every", o.eval_every, 1, 1'000'000);
   if (is_link_task(a)) {
-    for (const char* opt : {"eval", "eval-every", "save-embeddings"})
+    for (const char* opt : {"eval", "save-embeddings"})
       if (a.has(opt)) throw UsageError(std::string("train: --") + opt + " is for --task node");
   }
   if (a.has("save-embeddings") && o.embedding_dim > 0)
@@ -291,13 +289,7 @@ inline NodeClassificationOptions recipe_from(const Args& a) {
 inline void check_typed_recipe(const Args& a, const NodeClassificationOptions& recipe) {
   if (a.get_or("task", "node") != "node")
     throw UsageError("train: typed graphs train --task node only");
-  if (recipe.resume)
-    throw UsageError(
-        "train: --resume is not available for typed graphs yet (their "
-        "featureless types' embeddings are not checkpointed)");
-  if (a.has("patience"))
-    throw UsageError("train: --patience is for homogeneous graphs (typed runs train all --epochs)");
-  for (const char* opt : {"eval", "eval-every", "save-embeddings"})
+  for (const char* opt : {"eval", "save-embeddings"})
     if (a.has(opt)) throw UsageError(std::string("train: --") + opt + " is for homogeneous graphs");
   if (recipe.sampler != "uniform")
     throw UsageError("train: --sampler " + recipe.sampler +
@@ -305,10 +297,13 @@ inline void check_typed_recipe(const Args& a, const NodeClassificationOptions& r
 }
 
 /// Copies what every task's run takes from the homogeneous recipe `plain`, whatever the
-/// task: the seed, the device, the loaders' threads, the run folder and the collectives'
-/// timeout.
+/// task: the epoch loop's patience, evaluation interval and resume, the seed, the device,
+/// the loaders' threads, the run folder and the collectives' timeout.
 template <class Options>
 void copy_run_options(const NodeClassificationOptions& plain, Options& o) {
+  o.patience = plain.patience;
+  o.eval_every = plain.eval_every;
+  o.resume = plain.resume;
   o.seed = plain.seed;
   o.device = plain.device;
   o.num_prefetch_threads = plain.num_prefetch_threads;
@@ -361,7 +356,6 @@ inline LinkPredictionOptions link_recipe_from(const Args& a,
   lp.weight_decay = a.get_double("weight-decay", lp.weight_decay, 0, 100);
   lp.dropout = a.get_double("dropout", lp.dropout, 0, 0.99);
   lp.aggregator = plain.aggregator;
-  lp.resume = plain.resume;
   copy_run_options(plain, lp);
   return lp;
 }
