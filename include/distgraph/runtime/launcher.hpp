@@ -316,6 +316,128 @@ inline void check_remote_machines(const LaunchOptions& o, const std::vector<Laun
   }
   if (first != nullptr) throw MachineError(first->machine, first->host, first_what + others);
 }
+
+/// The port the trainers' process group meets on at the first machine: MASTER_PORT when
+/// set; else a free port here when the first machine is this one and the launch is real;
+/// else the first machine's server port + 1000.
+inline std::string master_port(const LaunchOptions& o, const IpConfig& ip) {
+  if (const char* mp = std::getenv("MASTER_PORT")) return mp;
+  const bool master_local = is_local_address(ip.machines[0].ip);
+  return std::to_string(master_local && !o.dry_run ? free_local_port()
+                                                   : ip.machines[0].port + 1000);
+}
+
+/// Points `p` at its own file of the job's trace (--trace), named after its label, so
+/// that the parts merge into one timeline.
+inline void add_trace_environment(const LaunchOptions& o, LaunchProcess& p) {
+  if (o.trace.empty()) return;
+  std::string file = p.label;
+  std::replace(file.begin(), file.end(), ' ', '-');
+  std::string var = "DISTGRAPH_TRACE=";
+  var += std::filesystem::absolute(trace_parts_dir(o.trace) / (file + ".json")).string();
+  p.env.push_back(std::move(var));
+  var = "DISTGRAPH_TRACE_NAME=";
+  var += p.label;
+  p.env.push_back(std::move(var));
+}
+
+/// Places `p`, whose argv is its command, on `host`: here it runs as is; on another machine
+/// argv becomes the ssh line that runs it there, in workspace `ws`, under `distgraph lease`.
+inline void place_process(const LaunchOptions& o, const std::string& ws, LaunchProcess& p,
+                          const std::string& host) {
+  add_trace_environment(o, p);
+  p.remote = !is_local_address(host);
+  p.host = host;
+  if (!p.remote) return;
+  // The remote shell gets the environment inline. `distgraph lease` holds the remote
+  // process's tree for as long as the launcher's heartbeats arrive on the session's
+  // input (runtime/lease.hpp): a cut-off host ends its processes by itself.
+  // Appends, not "lit" + temporary: GCC 12 misreports the latter (-Wrestrict).
+  std::string line = "cd ";
+  line += shell_quote(ws);
+  line += " && exec";
+  const auto add = [&line](const std::vector<std::string>& words) {
+    for (const auto& w : words) {
+      line += ' ';
+      line += shell_quote(w);
+    }
+  };
+  add({o.distgraph_program, "lease", "--lease-ms", std::to_string(o.lease.count()), "--grace-ms",
+       std::to_string(o.grace.count()), "--label", p.label, "--", "env"});
+  add(p.env);
+  add(p.argv);
+  p.argv = {o.ssh, "-T"};
+  for (auto& opt : ssh_options(o.lease)) p.argv.push_back(std::move(opt));
+  p.argv.insert(p.argv.end(), {host, line});
+}
+
+/// Server `s` of machine `m` (of `machines`), not yet placed: `distgraph serve` with its
+/// flags, or the user's --server-program, which reads the same settings from the
+/// environment (initialize()). `tls_env` is the TLS settings as variables.
+inline LaunchProcess server_process(const LaunchOptions& o, std::int32_t machines, std::int32_t m,
+                                    std::int32_t s, const std::vector<std::string>& tls_env) {
+  const std::string secret_arg = o.secret_file.string();
+  LaunchProcess p;
+  p.label = "server " + std::to_string(m) + "." + std::to_string(s);
+  p.server = true;
+  p.machine = m;
+  if (!o.server_program.empty()) {
+    p.env = {"DISTGRAPH_ROLE=server",
+             "DISTGRAPH_IP_CONFIG=" + o.ip_config.string(),
+             "DISTGRAPH_PART_CONFIG=" + o.part_config.string(),
+             "DISTGRAPH_MACHINE_ID=" + std::to_string(m),
+             "DISTGRAPH_SERVER_ID=" + std::to_string(s),
+             "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
+             "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers)};
+    if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+    for (auto& v : tls_env) p.env.push_back(v);
+    if (!o.checkpoint_dir.empty())
+      p.env.push_back("DISTGRAPH_CHECKPOINT_DIR=" + o.checkpoint_dir.string());
+    p.argv = {o.server_program};
+    p.argv.insert(p.argv.end(), o.program.begin() + 1, o.program.end());
+    return p;
+  }
+  p.argv = {o.distgraph_program, "serve",
+            "--ip-config",       o.ip_config.string(),
+            "--part-config",     o.part_config.string(),
+            "--machine",         std::to_string(m),
+            "--server-id",       std::to_string(s),
+            "--servers",         std::to_string(o.servers),
+            "--trainers",        std::to_string(o.trainers * machines)};
+  if (!secret_arg.empty()) p.argv.insert(p.argv.end(), {"--secret-file", secret_arg});
+  p.env = tls_env;  // `distgraph serve` reads the same variables
+  if (!o.checkpoint_dir.empty())
+    p.argv.insert(p.argv.end(), {"--checkpoint-dir", o.checkpoint_dir.string()});
+  return p;
+}
+
+/// Trainer `t` of machine `m`, not yet placed: the user's program with its rank, the
+/// job's shape and the process group's meeting point (`master_port`) in its environment.
+inline LaunchProcess trainer_process(const LaunchOptions& o, const IpConfig& ip, std::int32_t m,
+                                     std::int32_t t, const std::string& master_port,
+                                     const std::vector<std::string>& tls_env) {
+  const std::string secret_arg = o.secret_file.string();
+  const std::int32_t machines = ip.num_machines();
+  LaunchProcess p;
+  p.label = "trainer " + std::to_string(m) + "." + std::to_string(t);
+  p.machine = m;
+  p.env = {"DISTGRAPH_ROLE=trainer",
+           "DISTGRAPH_IP_CONFIG=" + o.ip_config.string(),
+           "DISTGRAPH_PART_CONFIG=" + o.part_config.string(),
+           "DISTGRAPH_MACHINE_ID=" + std::to_string(m),
+           "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
+           "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers),
+           "RANK=" + std::to_string(m * o.trainers + t),
+           "WORLD_SIZE=" + std::to_string(machines * o.trainers),
+           "LOCAL_RANK=" + std::to_string(t),
+           "MASTER_ADDR=" + ip.machines[0].ip,
+           "MASTER_PORT=" + master_port};
+  if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
+  for (auto& v : tls_env) p.env.push_back(v);
+  if (!o.gloo_interface.empty()) p.env.push_back("GLOO_SOCKET_IFNAME=" + o.gloo_interface);
+  p.argv = o.program;
+  return p;
+}
 }  // namespace detail
 
 /// The processes a launch runs, in start order (servers machine by machine, then
@@ -327,115 +449,20 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
   const IpConfig ip = read_ip_config(o.ip_config, o.servers);
   const std::int32_t machines = ip.num_machines();
   const std::string ws = detail::launch_workspace(o);
-  const bool master_local = is_local_address(ip.machines[0].ip);
-  std::string master_port;
-  if (const char* mp = std::getenv("MASTER_PORT"))
-    master_port = mp;
-  else
-    master_port = std::to_string(master_local && !o.dry_run ? detail::free_local_port()
-                                                            : ip.machines[0].port + 1000);
-  std::vector<LaunchProcess> procs;
-  auto finish = [&](LaunchProcess p, const std::string& host, const std::vector<std::string>& cmd) {
-    if (!o.trace.empty()) {
-      std::string file = p.label;
-      std::replace(file.begin(), file.end(), ' ', '-');
-      std::string var = "DISTGRAPH_TRACE=";
-      var += std::filesystem::absolute(trace_parts_dir(o.trace) / (file + ".json")).string();
-      p.env.push_back(std::move(var));
-      var = "DISTGRAPH_TRACE_NAME=";
-      var += p.label;
-      p.env.push_back(std::move(var));
-    }
-    p.remote = !is_local_address(host);
-    p.host = host;
-    if (!p.remote) {
-      p.argv = cmd;
-    } else {
-      // The remote shell gets the environment inline. `distgraph lease` holds the remote
-      // process's tree for as long as the launcher's heartbeats arrive on the session's
-      // input (runtime/lease.hpp): a cut-off host ends its processes by itself.
-      // Appends, not "lit" + temporary: GCC 12 misreports the latter (-Wrestrict).
-      std::string line = "cd ";
-      line += shell_quote(ws);
-      line += " && exec";
-      const auto add = [&line](const std::vector<std::string>& words) {
-        for (const auto& w : words) {
-          line += ' ';
-          line += shell_quote(w);
-        }
-      };
-      add({o.distgraph_program, "lease", "--lease-ms", std::to_string(o.lease.count()),
-           "--grace-ms", std::to_string(o.grace.count()), "--label", p.label, "--", "env"});
-      add(p.env);
-      add(cmd);
-      p.argv = {o.ssh, "-T"};
-      for (auto& opt : detail::ssh_options(o.lease)) p.argv.push_back(std::move(opt));
-      p.argv.insert(p.argv.end(), {host, line});
-    }
-    procs.push_back(std::move(p));
-  };
-  const std::string secret_arg = o.secret_file.string();
+  const std::string master_port = detail::master_port(o, ip);
   const std::vector<std::string> tls_env = tls_environment(o.tls);
   if (!o.server_program.empty() && !o.dry_run) detail::check_program(o.server_program);
+  std::vector<LaunchProcess> procs;
+  const auto place = [&](LaunchProcess p) {
+    detail::place_process(o, ws, p, ip.machines[static_cast<std::size_t>(p.machine)].ip);
+    procs.push_back(std::move(p));
+  };
   for (std::int32_t m = 0; m < machines; ++m)
-    for (std::int32_t s = 0; s < o.servers; ++s) {
-      LaunchProcess p;
-      p.label = "server " + std::to_string(m) + "." + std::to_string(s);
-      p.server = true;
-      p.machine = m;
-      if (!o.server_program.empty()) {
-        // The user's program in the server role: what `distgraph serve` takes as flags
-        // travels as the environment initialize() reads.
-        p.env = {"DISTGRAPH_ROLE=server",
-                 "DISTGRAPH_IP_CONFIG=" + o.ip_config.string(),
-                 "DISTGRAPH_PART_CONFIG=" + o.part_config.string(),
-                 "DISTGRAPH_MACHINE_ID=" + std::to_string(m),
-                 "DISTGRAPH_SERVER_ID=" + std::to_string(s),
-                 "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
-                 "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers)};
-        if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
-        for (auto& v : tls_env) p.env.push_back(v);
-        if (!o.checkpoint_dir.empty())
-          p.env.push_back("DISTGRAPH_CHECKPOINT_DIR=" + o.checkpoint_dir.string());
-        std::vector<std::string> cmd{o.server_program};
-        cmd.insert(cmd.end(), o.program.begin() + 1, o.program.end());
-        finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, cmd);
-        continue;
-      }
-      std::vector<std::string> cmd{o.distgraph_program, "serve",
-                                   "--ip-config",       o.ip_config.string(),
-                                   "--part-config",     o.part_config.string(),
-                                   "--machine",         std::to_string(m),
-                                   "--server-id",       std::to_string(s),
-                                   "--servers",         std::to_string(o.servers),
-                                   "--trainers",        std::to_string(o.trainers * machines)};
-      if (!secret_arg.empty()) cmd.insert(cmd.end(), {"--secret-file", secret_arg});
-      p.env = tls_env;  // `distgraph serve` reads the same variables
-      if (!o.checkpoint_dir.empty())
-        cmd.insert(cmd.end(), {"--checkpoint-dir", o.checkpoint_dir.string()});
-      finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, cmd);
-    }
+    for (std::int32_t s = 0; s < o.servers; ++s)
+      place(detail::server_process(o, machines, m, s, tls_env));
   for (std::int32_t m = 0; m < machines; ++m)
-    for (std::int32_t t = 0; t < o.trainers; ++t) {
-      LaunchProcess p;
-      p.label = "trainer " + std::to_string(m) + "." + std::to_string(t);
-      p.machine = m;
-      p.env = {"DISTGRAPH_ROLE=trainer",
-               "DISTGRAPH_IP_CONFIG=" + o.ip_config.string(),
-               "DISTGRAPH_PART_CONFIG=" + o.part_config.string(),
-               "DISTGRAPH_MACHINE_ID=" + std::to_string(m),
-               "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
-               "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers),
-               "RANK=" + std::to_string(m * o.trainers + t),
-               "WORLD_SIZE=" + std::to_string(machines * o.trainers),
-               "LOCAL_RANK=" + std::to_string(t),
-               "MASTER_ADDR=" + ip.machines[0].ip,
-               "MASTER_PORT=" + master_port};
-      if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
-      for (auto& v : tls_env) p.env.push_back(v);
-      if (!o.gloo_interface.empty()) p.env.push_back("GLOO_SOCKET_IFNAME=" + o.gloo_interface);
-      finish(std::move(p), ip.machines[static_cast<std::size_t>(m)].ip, o.program);
-    }
+    for (std::int32_t t = 0; t < o.trainers; ++t)
+      place(detail::trainer_process(o, ip, m, t, master_port, tls_env));
   return procs;
 }
 
