@@ -257,33 +257,12 @@ class KVClient {
                                                   " output bytes; expected " +
                                                   std::to_string(global_ids.size() * row_bytes));
     if (global_ids.size() > 1 && out.size() > options_.max_pull_bytes) {
-      const std::size_t rows = std::max<std::size_t>(1, options_.max_pull_bytes / row_bytes);
-      for (std::size_t at = 0; at < global_ids.size(); at += rows) {
-        const std::size_t n = std::min(rows, global_ids.size() - at);
-        pull_rows(name, kind, global_ids.subspan(at, n), out.subspan(at * row_bytes, n * row_bytes),
-                  row_bytes, via_cache);
-      }
+      pull_in_pieces(name, kind, global_ids, out, row_bytes, via_cache);
       return;
     }
-    // Every row on this machine: no grouping and no reordering, rows land in `out`
-    // directly. Tried first, before the owner pass: it is the common case of a co-located
-    // trainer, and the general path spent two book passes and a counting sort on it (in a
-    // perf profile of pull_colocated, 9.5% of the samples outside the row copies before,
-    // 3.5% after).
     std::vector<std::int32_t> owner(global_ids.size());
-    Placement found = Placement::owners_unknown;
-    if (colocated_ != nullptr && !global_ids.empty()) {
-      std::vector<std::int64_t> local(global_ids.size());
-      found = place_colocated(kind, global_ids, local, owner);
-      if (found == Placement::all_colocated) {
-        trace::Span span("read local", "fetch");
-        span.arg("rows", static_cast<std::int64_t>(global_ids.size()));
-        check_type(kind, name, global_ids);
-        shift_to_tensor_rows(kind, name, local);
-        colocated_->read_rows(name, local, out);
-        return;
-      }
-    }
+    const Placement found = read_if_all_colocated(name, kind, global_ids, out, owner);
+    if (found == Placement::all_colocated) return;
     if (found == Placement::owners_unknown) owners(kind, global_ids, owner);
     const Groups g = group_owners(owner);
     check_type(kind, name, global_ids);
@@ -292,86 +271,20 @@ class KVClient {
       throw ShapeError("pull '" + name + "'", std::to_string(row_bytes) +
                                                   " bytes per row; the tensor has " +
                                                   std::to_string(cache->row_bytes()));
-    std::vector<PendingCall> calls(g.parts.size());
     const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
-    // Where the rows sent to group k go when the cache took some of them (else: all of
-    // the group's positions, g.positions(k)).
-    std::vector<std::vector<std::size_t>> sent_at(g.parts.size());
-    std::vector<std::int64_t> hit_slots;
-    std::vector<std::size_t> hit_at;
-    for (std::size_t k = 0; k < g.parts.size(); ++k) {
-      if (is_colocated(g.parts[k])) continue;
-      auto ids = g.ids_of(k, global_ids);
-      if (cache && g.parts[k] != layout_.machine_id) {
-        std::vector<std::int64_t> miss;
-        std::vector<std::size_t> miss_at;
-        const auto positions = g.positions(k);
-        for (std::size_t i = 0; i < ids.size(); ++i) {
-          const std::size_t at = positions[i];
-          if (const auto slot = cache->slot(ids[i]); slot >= 0) {
-            hit_slots.push_back(slot);
-            hit_at.push_back(at);
-          } else {
-            miss.push_back(ids[i]);
-            miss_at.push_back(at);
-          }
-        }
-        if (miss.size() != ids.size()) {
-          ids = std::move(miss);
-          sent_at[k] = std::move(miss_at);
-          if (ids.empty()) continue;
-        }
-      }
-      RowsRequest q{name, kind, static_cast<std::int64_t>(ids.size())};
-      calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull,
-                                  rows_message(q.encode(), std::move(ids)));
-    }
+    PullRequests sent = send_pulls(name, kind, global_ids, g, cache.get());
     // Co-located and cached rows are read while the remote requests are in flight, each
     // straight into its place in `out`.
-    for (std::size_t k = 0; k < g.parts.size(); ++k) {
-      if (!is_colocated(g.parts[k])) continue;
-      trace::Span span("read local", "fetch");
-      span.arg("rows", static_cast<std::int64_t>(g.count(k)));
-      const auto gids = g.ids_of(k, global_ids);
-      std::vector<std::int64_t> local(gids.size());
-      to_local(kind, name, gids, local);
-      read_rows_into(*colocated_, name, local, g.positions(k), out, row_bytes);
-    }
-    if (!hit_slots.empty()) {
-      trace::Span span("read cache", "fetch");
-      span.arg("rows", static_cast<std::int64_t>(hit_slots.size()));
-      cache->read(hit_slots, hit_at, out);
-      const auto rows = static_cast<std::int64_t>(hit_slots.size());
-      const auto bytes = static_cast<std::int64_t>(hit_slots.size() * row_bytes);
-      traffic_->cached_rows.fetch_add(rows, std::memory_order_relaxed);
-      traffic_->cached_bytes.fetch_add(bytes, std::memory_order_relaxed);
-      if (RemoteTraffic* sink = detail::traffic_sink) {
-        sink->cached_rows += rows;
-        sink->cached_bytes += bytes;
-      }
-    }
-    collect(calls, g, "pull '" + name + "'", [&](std::size_t k, const Reply& r) {
-      const std::span<const std::size_t> at =
-          sent_at[k].empty() ? g.positions(k) : std::span<const std::size_t>(sent_at[k]);
-      const std::size_t rows = at.size();
-      const std::size_t want = rows * row_bytes;
-      if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
-        throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
-                            ": reply of the wrong size; expected " + std::to_string(want) +
-                            " bytes");
-      if (g.parts.size() == 1 && sent_at[k].empty())
-        std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
-      else
-        scatter_rows(r.body.parts[0], at, out, row_bytes);
-      if (via_cache && g.parts[k] != layout_.machine_id) {
-        traffic_->rows.fetch_add(static_cast<std::int64_t>(rows), std::memory_order_relaxed);
-        traffic_->bytes.fetch_add(static_cast<std::int64_t>(want), std::memory_order_relaxed);
-        if (RemoteTraffic* sink = detail::traffic_sink) {
-          sink->rows += static_cast<std::int64_t>(rows);
-          sink->bytes += static_cast<std::int64_t>(want);
-        }
-      }
-    }, sent_ns);
+    read_colocated_groups(name, kind, global_ids, g, out, row_bytes);
+    if (!sent.hit_slots.empty()) read_cached(*cache, sent, out, row_bytes);
+    collect(
+        sent.calls, g, "pull '" + name + "'",
+        [&](std::size_t k, const Reply& r) {
+          const std::size_t rows = place_pulled_rows(name, g, sent, k, r, out, row_bytes);
+          if (via_cache && g.parts[k] != layout_.machine_id)
+            count_traffic(rows, rows * row_bytes, /*cached=*/false);
+        },
+        sent_ns);
   }
 
   /// Writes (add = false) or adds (add = true) `rows` at `global_ids` of tensor `name`.
@@ -682,6 +595,152 @@ class KVClient {
   }
 
  private:
+  /// A pull's requests to the owners: `calls[k]` to group k (invalid for a co-located
+  /// group or one the row cache served whole). When the cache took some of group k's rows,
+  /// `sent_at[k]` lists where the rest go (else: empty, all of g.positions(k)); the rows
+  /// it took are `hit_slots` of the cache, for request positions `hit_at`.
+  struct PullRequests {
+    std::vector<PendingCall> calls;
+    std::vector<std::vector<std::size_t>> sent_at;
+    std::vector<std::int64_t> hit_slots;
+    std::vector<std::size_t> hit_at;
+  };
+
+  /// pull_rows in pieces of at most options_.max_pull_bytes (at least one row each), one
+  /// after another: a server refuses a reply over its frame limit.
+  void pull_in_pieces(const std::string& name, RowKind kind,
+                      std::span<const std::int64_t> global_ids, std::span<std::byte> out,
+                      std::size_t row_bytes, bool via_cache) {
+    const std::size_t rows = std::max<std::size_t>(1, options_.max_pull_bytes / row_bytes);
+    for (std::size_t at = 0; at < global_ids.size(); at += rows) {
+      const std::size_t n = std::min(rows, global_ids.size() - at);
+      pull_rows(name, kind, global_ids.subspan(at, n), out.subspan(at * row_bytes, n * row_bytes),
+                row_bytes, via_cache);
+    }
+  }
+
+  /// When this machine's partition owns every row, reads them straight into `out` (no
+  /// grouping, no reordering) and returns all_colocated; else returns what it learnt of
+  /// the owners (filled into `owner` when owners_known). Tried before the owner pass: it is
+  /// the common case of a co-located trainer, and the general path spent two book passes
+  /// and a counting sort on it (in a perf profile of pull_colocated, 9.5% of the samples
+  /// outside the row copies before, 3.5% after).
+  Placement read_if_all_colocated(const std::string& name, RowKind kind,
+                                  std::span<const std::int64_t> global_ids,
+                                  std::span<std::byte> out, std::span<std::int32_t> owner) {
+    if (colocated_ == nullptr || global_ids.empty()) return Placement::owners_unknown;
+    std::vector<std::int64_t> local(global_ids.size());
+    const Placement found = place_colocated(kind, global_ids, local, owner);
+    if (found != Placement::all_colocated) return found;
+    trace::Span span("read local", "fetch");
+    span.arg("rows", static_cast<std::int64_t>(global_ids.size()));
+    check_type(kind, name, global_ids);
+    shift_to_tensor_rows(kind, name, local);
+    colocated_->read_rows(name, local, out);
+    return found;
+  }
+
+  /// Sends one pull request per remote group of `g` for the rows `cache` (null: none) does
+  /// not hold; co-located groups are read by read_colocated_groups. Does not wait.
+  PullRequests send_pulls(const std::string& name, RowKind kind,
+                          std::span<const std::int64_t> global_ids, const Groups& g,
+                          const RowCache<S>* cache) {
+    PullRequests sent;
+    sent.calls.resize(g.parts.size());
+    sent.sent_at.resize(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (is_colocated(g.parts[k])) continue;
+      auto ids = g.ids_of(k, global_ids);
+      if (cache && g.parts[k] != layout_.machine_id) {
+        take_cached(*cache, g.positions(k), ids, sent, k);
+        if (ids.empty()) continue;
+      }
+      RowsRequest q{name, kind, static_cast<std::int64_t>(ids.size())};
+      sent.calls[k] = transport_->send(server_for(g.parts[k]), MsgType::pull,
+                                       rows_message(q.encode(), std::move(ids)));
+    }
+    return sent;
+  }
+
+  /// Takes the rows `cache` holds out of `ids` (group k's, for request `positions`) into
+  /// sent.hit_slots and sent.hit_at; when it took any, sent.sent_at[k] lists where the
+  /// rows left in `ids` go.
+  static void take_cached(const RowCache<S>& cache, std::span<const std::size_t> positions,
+                          std::vector<std::int64_t>& ids, PullRequests& sent, std::size_t k) {
+    std::vector<std::int64_t> miss;
+    std::vector<std::size_t> miss_at;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::size_t at = positions[i];
+      if (const auto slot = cache.slot(ids[i]); slot >= 0) {
+        sent.hit_slots.push_back(slot);
+        sent.hit_at.push_back(at);
+      } else {
+        miss.push_back(ids[i]);
+        miss_at.push_back(at);
+      }
+    }
+    if (miss.size() == ids.size()) return;
+    ids = std::move(miss);
+    sent.sent_at[k] = std::move(miss_at);
+  }
+
+  /// Reads the rows of the co-located groups of `g` from the shared storage, each into its
+  /// place in `out`.
+  void read_colocated_groups(const std::string& name, RowKind kind,
+                             std::span<const std::int64_t> global_ids, const Groups& g,
+                             std::span<std::byte> out, std::size_t row_bytes) const {
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      if (!is_colocated(g.parts[k])) continue;
+      trace::Span span("read local", "fetch");
+      span.arg("rows", static_cast<std::int64_t>(g.count(k)));
+      const auto gids = g.ids_of(k, global_ids);
+      std::vector<std::int64_t> local(gids.size());
+      to_local(kind, name, gids, local);
+      read_rows_into(*colocated_, name, local, g.positions(k), out, row_bytes);
+    }
+  }
+
+  /// Copies the rows send_pulls took from `cache` into their places in `out` and counts
+  /// them as cached traffic.
+  void read_cached(const RowCache<S>& cache, const PullRequests& sent, std::span<std::byte> out,
+                   std::size_t row_bytes) const {
+    trace::Span span("read cache", "fetch");
+    span.arg("rows", static_cast<std::int64_t>(sent.hit_slots.size()));
+    cache.read(sent.hit_slots, sent.hit_at, out);
+    count_traffic(sent.hit_slots.size(), sent.hit_slots.size() * row_bytes, /*cached=*/true);
+  }
+
+  /// Puts group k's pull reply `r` into its places in `out` after checking its size
+  /// (ProtocolError); returns its rows.
+  std::size_t place_pulled_rows(const std::string& name, const Groups& g, const PullRequests& sent,
+                                std::size_t k, const Reply& r, std::span<std::byte> out,
+                                std::size_t row_bytes) const {
+    const std::span<const std::size_t> at =
+        sent.sent_at[k].empty() ? g.positions(k) : std::span<const std::size_t>(sent.sent_at[k]);
+    const std::size_t want = at.size() * row_bytes;
+    if (r.body.parts.size() != 1 || r.body.parts[0].size() != want)
+      throw ProtocolError("pull '" + name + "' from partition " + std::to_string(g.parts[k]) +
+                          ": reply of the wrong size; expected " + std::to_string(want) + " bytes");
+    if (g.parts.size() == 1 && sent.sent_at[k].empty())
+      std::memcpy(out.data(), r.body.parts[0].data(), want);  // request order already
+    else
+      scatter_rows(r.body.parts[0], at, out, row_bytes);
+    return at.size();
+  }
+
+  /// Adds rows and bytes from other machines to remote_traffic() (shared by copies of the
+  /// client) and to this thread's traffic sink, if any; `cached`: served by the row cache.
+  void count_traffic(std::size_t rows, std::size_t bytes, bool cached) const {
+    const auto r = static_cast<std::int64_t>(rows);
+    const auto b = static_cast<std::int64_t>(bytes);
+    (cached ? traffic_->cached_rows : traffic_->rows).fetch_add(r, std::memory_order_relaxed);
+    (cached ? traffic_->cached_bytes : traffic_->bytes).fetch_add(b, std::memory_order_relaxed);
+    if (RemoteTraffic* sink = detail::traffic_sink) {
+      (cached ? sink->cached_rows : sink->rows) += r;
+      (cached ? sink->cached_bytes : sink->bytes) += b;
+    }
+  }
+
   std::shared_ptr<T> transport_;
   Book book_;
   detail::RowSpaces spaces_;  ///< of the co-located partition (else partition 0): typed rows
