@@ -197,6 +197,246 @@ inline std::vector<std::map<std::int64_t, std::vector<SeedRun>>> plan_balance(
   return have;
 }
 
+/// Where the split's positions lie: the global order (partition, then ID) of the `n`
+/// training nodes cut into shares of `per`, the last ones wrapping to the front as repeats.
+struct SplitLayout {
+  std::vector<std::int64_t> start;  ///< partition p holds positions [start[p], start[p + 1])
+  std::int64_t n = 0, per = 0;      ///< training nodes; seeds per share
+  std::int64_t first = 0;           ///< this share's first position
+  std::int64_t pad = 0;             ///< repeats: positions n .. n + pad - 1
+  std::int32_t own = 0;             ///< this trainer's partition
+
+  /// A position of the global order (wrapping past n) as (partition, index within it).
+  std::pair<std::int32_t, std::int64_t> locate(std::int64_t position) const {
+    const std::int64_t gpos = position % n;
+    const auto p = static_cast<std::int32_t>(std::upper_bound(start.begin(), start.end(), gpos) -
+                                             start.begin() - 1);
+    return std::pair{p, gpos - start[static_cast<std::size_t>(p)]};
+  }
+  /// Whether share position `i` stays put: repeats and their originals, since a swap could
+  /// put both copies in one share.
+  bool pinned(std::size_t i) const {
+    const std::int64_t gpos = first + static_cast<std::int64_t>(i);
+    return gpos < pad || gpos >= n;
+  }
+};
+
+/// Stage: the one exchange every split needs; one count per partition (from the first
+/// trainer of its machine) tells each trainer where every partition's seeds fall.
+inline std::vector<std::int64_t> agreed_starts(std::int64_t own_count, std::int32_t parts,
+                                               std::int32_t per_part, const LocalSplitOptions& o,
+                                               CollectiveGroup* group) {
+  const std::int32_t own = o.rank / per_part;
+  std::vector<double> counts(static_cast<std::size_t>(parts), 0.0);
+  if (o.rank % per_part == 0)
+    counts[static_cast<std::size_t>(own)] = static_cast<double>(own_count);
+  if (group != nullptr) counts = all_reduce_sum(*group, counts, o.timeout);
+  std::vector<std::int64_t> start(static_cast<std::size_t>(parts) + 1, 0);
+  for (std::int32_t p = 0; p < parts; ++p)
+    start[static_cast<std::size_t>(p) + 1] =
+        start[static_cast<std::size_t>(p)] +
+        static_cast<std::int64_t>(counts[static_cast<std::size_t>(p)]);
+  return start;
+}
+
+/// Stage: each trainer's share of the global order, as node_split cuts it: ceil(n / world)
+/// seeds each, so the last shares repeat the first seeds.
+inline SplitLayout split_layout(std::vector<std::int64_t> start, std::int32_t own,
+                                const LocalSplitOptions& o) {
+  SplitLayout at{.start = std::move(start), .own = own};
+  at.n = at.start.back();
+  at.per = (at.n + o.world - 1) / o.world;
+  at.first = static_cast<std::int64_t>(o.rank) * at.per;
+  at.pad = static_cast<std::int64_t>(o.world) * at.per - at.n;
+  return at;
+}
+
+/// Stage: the share's global IDs; of another partition a share needs a run at its front or
+/// its back (or all of it), so only that end of its mask is read. Takes the own partition's
+/// marked IDs by value so that they are freed before balancing.
+template <class Graph>
+std::vector<std::int64_t> read_share(const Graph& g, const std::string& mask, const SplitLayout& at,
+                                     std::vector<std::int64_t> own_ids, std::int64_t* rows_read) {
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> need;  // q -> [lo, hi]
+  for (std::int64_t i = 0; i < at.per; ++i) {
+    const auto [q, k] = at.locate(at.first + i);
+    if (q == at.own) continue;
+    auto [it, fresh] = need.try_emplace(q, k, k);
+    it->second.first = std::min(it->second.first, k);
+    it->second.second = std::max(it->second.second, k);
+  }
+  // lists[q] holds q's marked IDs from index offset[q] within q.
+  std::map<std::int32_t, std::vector<std::int64_t>> lists;
+  std::map<std::int32_t, std::int64_t> offset;
+  for (const auto& [q, range] : need) {
+    const std::int64_t count =
+        at.start[static_cast<std::size_t>(q) + 1] - at.start[static_cast<std::size_t>(q)];
+    const bool back = range.first > 0;
+    const std::int64_t k = back ? count - range.first : range.second + 1;
+    lists[q] = partition_masked_end(g, mask, q, k, back, rows_read);
+    offset[q] = back ? range.first : 0;
+  }
+  std::vector<std::int64_t> ids;
+  ids.reserve(static_cast<std::size_t>(at.per));
+  for (std::int64_t i = 0; i < at.per; ++i) {
+    const auto [q, k] = at.locate(at.first + i);
+    ids.push_back(q == at.own ? own_ids[static_cast<std::size_t>(k)]
+                              : lists[q][static_cast<std::size_t>(k - offset[q])]);
+  }
+  return ids;
+}
+
+/// The share's seeds by cost: the movable ones' positions per cost, and the pinned ones'
+/// whole cost.
+struct ShareCosts {
+  std::map<std::int64_t, std::vector<std::size_t>> movable;  ///< cost -> share positions
+  double fixed = 0;
+};
+
+/// Stage: a seed's cost (1 + in-degree capped at `degree_cap`) is what balancing evens out;
+/// repeats and their originals are pinned.
+template <class Graph>
+ShareCosts share_costs(const Graph& g, const std::vector<std::int64_t>& ids, const SplitLayout& at,
+                       std::int64_t degree_cap) {
+  const auto deg = g.in_degrees(ids);
+  ShareCosts costs;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t cost = 1 + std::min(deg[i], degree_cap);
+    if (at.pinned(i))
+      costs.fixed += static_cast<double>(cost);
+    else
+      costs.movable[cost].push_back(i);
+  }
+  return costs;
+}
+
+/// Every trainer's cost histogram (cost -> movable seeds) and whole cost.
+struct CostHistograms {
+  std::vector<std::map<std::int64_t, std::int64_t>> hist;
+  std::vector<double> total;
+};
+
+/// Stage: every trainer plans the same balance from the same histograms, so histograms
+/// travel instead of seeds. Empty when no trainer has a movable seed.
+inline std::optional<CostHistograms> gather_histograms(const ShareCosts& costs,
+                                                       const LocalSplitOptions& o,
+                                                       CollectiveGroup& group) {
+  std::vector<std::int64_t> mine;  // (cost, count) pairs
+  double my_total = costs.fixed;
+  for (const auto& [c, pos] : costs.movable) {
+    mine.push_back(c);
+    mine.push_back(static_cast<std::int64_t>(pos.size()));
+    my_total += static_cast<double>(c) * static_cast<double>(pos.size());
+  }
+  // Per trainer: the length of its pairs and its whole cost.
+  std::vector<double> sizes(static_cast<std::size_t>(o.world) * 2, 0.0);
+  sizes[static_cast<std::size_t>(o.rank) * 2] = static_cast<double>(mine.size());
+  sizes[static_cast<std::size_t>(o.rank) * 2 + 1] = my_total;
+  sizes = all_reduce_sum(group, sizes, o.timeout);
+  double gathered = 0;
+  for (std::size_t r = 0; r < sizes.size(); r += 2) gathered += sizes[r];
+  if (gathered == 0) return std::nullopt;  // nothing may move
+  const torch::Tensor all =
+      all_gather_cat(group, torch::tensor(mine, torch::kLong), o.timeout).contiguous();
+  CostHistograms h{
+      .hist = std::vector<std::map<std::int64_t, std::int64_t>>(static_cast<std::size_t>(o.world)),
+      .total = std::vector<double>(static_cast<std::size_t>(o.world))};
+  const auto* flat = all.data_ptr<std::int64_t>();
+  for (std::size_t r = 0, at_pos = 0; r < h.hist.size(); ++r) {
+    const auto len = static_cast<std::size_t>(sizes[2 * r]);
+    for (std::size_t k = 0; k + 1 < len; k += 2) h.hist[r][flat[at_pos + k]] = flat[at_pos + k + 1];
+    at_pos += len;
+    h.total[r] = sizes[2 * r + 1];
+  }
+  return h;
+}
+
+/// Seeds a trainer receives: `count` of them from `offset` among those leaving `origin`.
+struct IncomingRun {
+  std::int32_t origin;
+  std::int64_t offset, count;
+};
+
+/// The plan's moves as one trainer sees them.
+struct SeedMoves {
+  std::vector<std::int64_t> outgoing;  ///< this trainer's seeds leaving it, in plan order
+  std::vector<std::int64_t> sent;      ///< seeds leaving each origin
+  std::vector<IncomingRun> incoming;   ///< this trainer's new seeds
+};
+
+/// Stage: seeds leaving their origin, by origin: for each trainer and cost (in order), its
+/// runs from that origin. Every trainer lays them out alike, so each finds its own.
+inline SeedMoves seed_moves(const std::vector<std::map<std::int64_t, std::vector<SeedRun>>>& plan,
+                            const std::vector<std::int64_t>& ids, const ShareCosts& costs,
+                            std::int32_t rank) {
+  SeedMoves moves;
+  moves.sent.assign(plan.size(), 0);
+  for (std::size_t r = 0; r < plan.size(); ++r)
+    for (const auto& [c, runs] : plan[r])
+      for (const auto& s : runs) {
+        if (s.origin == static_cast<std::int32_t>(r)) continue;
+        if (s.origin == rank)
+          for (std::int64_t k = 0; k < s.count; ++k)
+            moves.outgoing.push_back(
+                ids[costs.movable.at(c)[static_cast<std::size_t>(s.first + k)]]);
+        if (static_cast<std::int32_t>(r) == rank)
+          moves.incoming.push_back(
+              {s.origin, moves.sent[static_cast<std::size_t>(s.origin)], s.count});
+        moves.sent[static_cast<std::size_t>(s.origin)] += s.count;
+      }
+  return moves;
+}
+
+/// Stage: the new share, its own seeds that stayed (share order) then those that came
+/// (`moved`: every trainer's outgoing seeds, by origin); it keeps the old share's size.
+inline std::vector<std::int64_t> rebalanced_share(
+    const std::vector<std::int64_t>& ids, const SplitLayout& at, const ShareCosts& costs,
+    const std::map<std::int64_t, std::vector<SeedRun>>& kept, const SeedMoves& moves,
+    const torch::Tensor& moved, std::int32_t rank) {
+  std::vector<std::int64_t> origin_start(moves.sent.size() + 1, 0);
+  for (std::size_t r = 0; r < moves.sent.size(); ++r)
+    origin_start[r + 1] = origin_start[r] + moves.sent[r];
+  std::vector<bool> stays(ids.size(), false);
+  for (std::size_t i = 0; i < ids.size(); ++i) stays[i] = at.pinned(i);
+  for (const auto& [c, runs] : kept)
+    for (const auto& s : runs)
+      if (s.origin == rank)
+        for (std::int64_t k = 0; k < s.count; ++k)
+          stays[costs.movable.at(c)[static_cast<std::size_t>(s.first + k)]] = true;
+  std::vector<std::int64_t> out;
+  out.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (stays[i]) out.push_back(ids[i]);
+  const auto* m = moved.data_ptr<std::int64_t>();
+  for (const auto& run : moves.incoming) {
+    const std::int64_t base = origin_start[static_cast<std::size_t>(run.origin)] + run.offset;
+    out.insert(out.end(), m + base, m + base + run.count);
+  }
+  if (out.size() != ids.size())
+    throw InvalidArgument("local_train_share: the balanced share has " +
+                          std::to_string(out.size()) + " seeds; expected " +
+                          std::to_string(ids.size()));
+  return out;
+}
+
+/// Stage: balance_shares' evening-out of costs done from counts: histograms are gathered,
+/// every trainer computes the same plan, and only seeds that change trainer travel.
+template <class Graph>
+void balance_by_cost(const Graph& g, const LocalSplitOptions& o, const SplitLayout& at,
+                     CollectiveGroup& group, std::vector<std::int64_t>& ids) {
+  const ShareCosts costs = share_costs(g, ids, at, o.degree_cap);
+  const std::optional<CostHistograms> h = gather_histograms(costs, o, group);
+  if (!h) return;
+  const auto plan = plan_balance(h->hist, h->total, o.tolerance);
+  const SeedMoves moves = seed_moves(plan, ids, costs, o.rank);
+  if (std::accumulate(moves.sent.begin(), moves.sent.end(), std::int64_t{0}) == 0)
+    return;  // balanced
+  const torch::Tensor moved =
+      all_gather_cat(group, torch::tensor(moves.outgoing, torch::kLong), o.timeout).contiguous();
+  ids = rebalanced_share(ids, at, costs, plan[static_cast<std::size_t>(o.rank)], moves, moved,
+                         o.rank);
+}
+
 }  // namespace detail
 
 /// This trainer's training seeds, split as node_split splits every training node over
@@ -219,154 +459,21 @@ LocalShare local_train_share(const Graph& g, const LocalSplitOptions& o, Collect
                           " trainers need a group for their counts");
   const std::int32_t per_part = o.world / parts;
   const std::int32_t own = o.rank / per_part;
-  std::map<std::int32_t, std::vector<std::int64_t>> lists;
+  // Count the own partition's training nodes, then agree all partitions' counts.
   std::int64_t rows_read = 0;
-  lists[own] = detail::partition_masked(g, o.mask, own, &rows_read);
-  // One count per partition, each from the first trainer of its machine.
-  std::vector<double> counts(static_cast<std::size_t>(parts), 0.0);
-  if (o.rank % per_part == 0)
-    counts[static_cast<std::size_t>(own)] = static_cast<double>(lists[own].size());
-  if (group != nullptr) counts = all_reduce_sum(*group, counts, o.timeout);
-  std::vector<std::int64_t> start(static_cast<std::size_t>(parts) + 1, 0);
-  for (std::int32_t p = 0; p < parts; ++p)
-    start[static_cast<std::size_t>(p) + 1] =
-        start[static_cast<std::size_t>(p)] +
-        static_cast<std::int64_t>(counts[static_cast<std::size_t>(p)]);
+  std::vector<std::int64_t> own_ids = detail::partition_masked(g, o.mask, own, &rows_read);
+  std::vector<std::int64_t> start =
+      detail::agreed_starts(static_cast<std::int64_t>(own_ids.size()), parts, per_part, o, group);
   LocalShare out;
   out.total = start.back();
   if (out.total == 0)
     throw InvalidArgument("train: node data '" + o.mask + "' marks no training node");
-  const std::int64_t n = out.total, per = (n + o.world - 1) / o.world;
-  // Positions of the global order (partition, then ID) to (partition, index within it).
-  const auto locate = [&](std::int64_t position) {
-    const std::int64_t gpos = position % n;
-    const auto p = static_cast<std::int32_t>(std::upper_bound(start.begin(), start.end(), gpos) -
-                                             start.begin() - 1);
-    return std::pair{p, gpos - start[static_cast<std::size_t>(p)]};
-  };
-  const std::int64_t first = static_cast<std::int64_t>(o.rank) * per;
-  // Of another partition a share needs a run at its front or its back (or all of it): read
-  // that end only. offset[q]: the index within q of lists[q]'s first ID.
-  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> need;  // q -> [lo, hi]
-  for (std::int64_t i = 0; i < per; ++i) {
-    const auto [q, k] = locate(first + i);
-    if (q == own) continue;
-    auto [it, fresh] = need.try_emplace(q, k, k);
-    it->second.first = std::min(it->second.first, k);
-    it->second.second = std::max(it->second.second, k);
-  }
-  std::map<std::int32_t, std::int64_t> offset;
-  for (const auto& [q, range] : need) {
-    const std::int64_t count =
-        start[static_cast<std::size_t>(q) + 1] - start[static_cast<std::size_t>(q)];
-    const bool back = range.first > 0;
-    const std::int64_t k = back ? count - range.first : range.second + 1;
-    lists[q] = detail::partition_masked_end(g, o.mask, q, k, back, &rows_read);
-    offset[q] = back ? range.first : 0;
-  }
-  out.ids.reserve(static_cast<std::size_t>(per));
-  for (std::int64_t i = 0; i < per; ++i) {
-    const auto [q, k] = locate(first + i);
-    out.ids.push_back(lists[q][static_cast<std::size_t>(k - (q == own ? 0 : offset[q]))]);
-  }
+  const detail::SplitLayout at = detail::split_layout(std::move(start), own, o);
+  out.ids = detail::read_share(g, o.mask, at, std::move(own_ids), &rows_read);
   out.mask_rows_read = rows_read;
-  lists.clear();
   if (!o.balance || o.world < 2) return out;
-  if constexpr (requires(std::span<const std::int64_t> ids) { g.in_degrees(ids); }) {
-    // Repeats (positions n .. world * per - 1) and their originals (positions 0 .. pad - 1)
-    // stay put: a swap could put both copies in one share.
-    const std::int64_t pad = static_cast<std::int64_t>(o.world) * per - n;
-    const auto deg = g.in_degrees(out.ids);
-    std::vector<std::int64_t> cost(out.ids.size());
-    std::map<std::int64_t, std::vector<std::size_t>> movable;  // cost -> share positions
-    double fixed = 0;
-    for (std::size_t i = 0; i < out.ids.size(); ++i) {
-      cost[i] = 1 + std::min(deg[i], o.degree_cap);
-      const std::int64_t gpos = first + static_cast<std::int64_t>(i);
-      if (gpos < pad || gpos >= n)
-        fixed += static_cast<double>(cost[i]);
-      else
-        movable[cost[i]].push_back(i);
-    }
-    // Every trainer's histogram (cost, count pairs) and whole cost.
-    std::vector<std::int64_t> mine;
-    double my_total = fixed;
-    for (const auto& [c, pos] : movable) {
-      mine.push_back(c);
-      mine.push_back(static_cast<std::int64_t>(pos.size()));
-      my_total += static_cast<double>(c) * static_cast<double>(pos.size());
-    }
-    std::vector<double> sizes(static_cast<std::size_t>(o.world) * 2, 0.0);
-    sizes[static_cast<std::size_t>(o.rank) * 2] = static_cast<double>(mine.size());
-    sizes[static_cast<std::size_t>(o.rank) * 2 + 1] = my_total;
-    sizes = all_reduce_sum(*group, sizes, o.timeout);
-    double gathered = 0;
-    for (std::size_t r = 0; r < sizes.size(); r += 2) gathered += sizes[r];
-    if (gathered == 0) return out;  // nothing may move
-    const torch::Tensor all =
-        all_gather_cat(*group, torch::tensor(mine, torch::kLong), o.timeout).contiguous();
-    std::vector<std::map<std::int64_t, std::int64_t>> hist(static_cast<std::size_t>(o.world));
-    std::vector<double> total(static_cast<std::size_t>(o.world));
-    const auto* flat = all.data_ptr<std::int64_t>();
-    for (std::size_t r = 0, at_pos = 0; r < hist.size(); ++r) {
-      const auto len = static_cast<std::size_t>(sizes[2 * r]);
-      for (std::size_t k = 0; k + 1 < len; k += 2) hist[r][flat[at_pos + k]] = flat[at_pos + k + 1];
-      at_pos += len;
-      total[r] = sizes[2 * r + 1];
-    }
-    const auto plan = detail::plan_balance(hist, total, o.tolerance);
-    // Seeds leaving their origin, by origin: for each trainer and cost (in order), its
-    // runs from that origin. Every trainer lays them out alike, so each finds its own.
-    std::vector<std::int64_t> outgoing;
-    std::vector<std::vector<std::int64_t>> offsets(static_cast<std::size_t>(o.world));
-    std::vector<std::int64_t> sent(static_cast<std::size_t>(o.world), 0);  // per origin
-    struct Need {
-      std::int32_t origin;
-      std::int64_t offset, count;
-    };
-    std::vector<Need> needs;
-    for (std::size_t r = 0; r < plan.size(); ++r)
-      for (const auto& [c, runs] : plan[r])
-        for (const auto& s : runs) {
-          if (s.origin == static_cast<std::int32_t>(r)) continue;
-          if (s.origin == o.rank)
-            for (std::int64_t k = 0; k < s.count; ++k)
-              outgoing.push_back(out.ids[movable.at(c)[static_cast<std::size_t>(s.first + k)]]);
-          if (static_cast<std::int32_t>(r) == o.rank)
-            needs.push_back({s.origin, sent[static_cast<std::size_t>(s.origin)], s.count});
-          sent[static_cast<std::size_t>(s.origin)] += s.count;
-        }
-    if (std::accumulate(sent.begin(), sent.end(), std::int64_t{0}) == 0) return out;  // balanced
-    const torch::Tensor moved =
-        all_gather_cat(*group, torch::tensor(outgoing, torch::kLong), o.timeout).contiguous();
-    std::vector<std::int64_t> origin_start(static_cast<std::size_t>(o.world) + 1, 0);
-    for (std::size_t r = 0; r < sent.size(); ++r) origin_start[r + 1] = origin_start[r] + sent[r];
-    // The new share: its own seeds that stayed (share order), then those that came.
-    std::vector<std::int64_t> ids;
-    ids.reserve(out.ids.size());
-    std::vector<bool> stays(out.ids.size(), false);
-    for (std::size_t i = 0; i < out.ids.size(); ++i) {
-      const std::int64_t gpos = first + static_cast<std::int64_t>(i);
-      stays[i] = gpos < pad || gpos >= n;
-    }
-    for (const auto& [c, runs] : plan[static_cast<std::size_t>(o.rank)])
-      for (const auto& s : runs)
-        if (s.origin == o.rank)
-          for (std::int64_t k = 0; k < s.count; ++k)
-            stays[movable.at(c)[static_cast<std::size_t>(s.first + k)]] = true;
-    for (std::size_t i = 0; i < out.ids.size(); ++i)
-      if (stays[i]) ids.push_back(out.ids[i]);
-    const auto* m = moved.data_ptr<std::int64_t>();
-    for (const auto& run : needs) {
-      const std::int64_t base = origin_start[static_cast<std::size_t>(run.origin)] + run.offset;
-      ids.insert(ids.end(), m + base, m + base + run.count);
-    }
-    if (ids.size() != out.ids.size())
-      throw InvalidArgument("local_train_share: the balanced share has " +
-                            std::to_string(ids.size()) + " seeds; expected " +
-                            std::to_string(out.ids.size()));
-    out.ids = std::move(ids);
-  }
+  if constexpr (requires(std::span<const std::int64_t> ids) { g.in_degrees(ids); })
+    detail::balance_by_cost(g, o, at, *group, out.ids);
   return out;
 }
 
