@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -290,6 +291,38 @@ class TypedForward {
   torch::Device dev_;
 };
 
+/// The target type's training, validation and test nodes (global IDs). Throws
+/// InvalidArgument when the training mask marks none.
+template <class Graph>
+std::array<std::vector<std::int64_t>, 3> target_sets(const Graph& g,
+                                                     const HeteroNodeClassificationOptions& o) {
+  const auto target = g.nodes(o.target_ntype);
+  std::array<std::vector<std::int64_t>, 3> sets{typed_masked_nodes(target, o.train_mask),
+                                                typed_masked_nodes(target, o.val_mask),
+                                                typed_masked_nodes(target, o.test_mask)};
+  if (sets[0].empty())
+    throw InvalidArgument("train: node data '" + o.target_ntype + "/" + o.train_mask +
+                          "' marks no training node");
+  return sets;
+}
+
+/// The metric of `source`'s batches over all trainers (and their macro-F1 counts).
+template <class TrainerT, class Forward, class Source>
+EvalResult evaluate_typed(TrainerT& trainer, Forward& forward, Source& source, std::int64_t epoch,
+                          Metric metric, F1Counts* f1) {
+  torch::NoGradGuard no_grad;
+  trainer.model()->eval();
+  source.begin_epoch(epoch);
+  MetricAccumulator acc;
+  while (auto batch = source.next()) {
+    const auto f = forward(trainer.model(), *batch, false);
+    acc.add(f.logits, f.labels);
+    if (f1) f1->add(f.logits, f.labels);
+  }
+  trainer.model()->train();
+  return acc.reduce(trainer.group(), metric, trainer.collective_timeout());
+}
+
 }  // namespace detail
 
 /// Trains R-GCN or heterogeneous GraphSAGE (o.model) to classify the nodes of
@@ -316,13 +349,7 @@ RunResult train_hetero_node_classification(const Graph& g, const HeteroNodeClass
   const auto& group = groups.control;
   const std::int32_t rank = group ? group->getRank() : 0;
   const std::int32_t world = group ? group->getSize() : 1;
-  const auto target = g.nodes(o.target_ntype);
-  const auto train_all = detail::typed_masked_nodes(target, o.train_mask);
-  const auto val_all = detail::typed_masked_nodes(target, o.val_mask);
-  const auto test_all = detail::typed_masked_nodes(target, o.test_mask);
-  if (train_all.empty())
-    throw InvalidArgument("train: node data '" + o.target_ntype + "/" + o.train_mask +
-                          "' marks no training node");
+  const auto [train_all, val_all, test_all] = detail::target_sets(g, o);
   const std::vector<std::int64_t>* sets[] = {&train_all, &val_all, &test_all};
   RunResult res;
   res.num_classes = detail::count_classes(g, typed_data_name(o.target_ntype, o.label), sets);
@@ -355,18 +382,8 @@ RunResult train_hetero_node_classification(const Graph& g, const HeteroNodeClass
   to.gradient_group = groups.gradients;
   Trainer<detail::HeteroModel> trainer(detail::HeteroModel(o.model, mo), to, group);
   detail::TypedForward<Graph, DistEmbedding<Client>> forward(g, embs, o.embedding_dim, o.device);
-  auto evaluate = [&](auto& source, std::int64_t epoch, Metric metric, detail::F1Counts* f1) {
-    torch::NoGradGuard no_grad;
-    trainer.model()->eval();
-    source.begin_epoch(epoch);
-    detail::MetricAccumulator acc;
-    while (auto batch = source.next()) {
-      const auto f = forward(trainer.model(), *batch, false);
-      acc.add(f.logits, f.labels);
-      if (f1) f1->add(f.logits, f.labels);
-    }
-    trainer.model()->train();
-    return acc.reduce(trainer.group(), metric, trainer.collective_timeout());
+  const auto evaluate = [&](auto& source, std::int64_t epoch, Metric m, detail::F1Counts* f1) {
+    return detail::evaluate_typed(trainer, forward, source, epoch, m, f1);
   };
   detail::EmbeddingCheckpoints<DistEmbedding<Client>> learned_rows(learned);
   const EpochLoopSetup setup{

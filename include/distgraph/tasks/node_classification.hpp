@@ -432,6 +432,40 @@ nlohmann::json node_run_identity(const Graph& g, const NodeClassificationOptions
   return run_identity("node_classification", g, res.feat_dim, o.seed, keys);
 }
 
+/// Loaders for what layer-wise passes (`full`) do not evaluate: sampled validation (of
+/// this trainer's share of validation nodes), and everything without them.
+template <class Graph>
+std::pair<MaybeLoader<NodeDataLoader<Graph>>, MaybeLoader<NodeDataLoader<Graph>>> node_eval_loaders(
+    const Graph& g, const NodeClassificationOptions& o, const EvalSets& sets, bool full,
+    LoaderOptions lo, std::int32_t world) {
+  lo.batch_size = o.eval_batch_size;
+  const std::vector<std::int64_t> all(o.fanouts.size(), -1);
+  const auto& val_fanouts = o.eval == EvalMode::sampled ? o.fanouts : all;
+  if (!full)
+    return {evaluation_loader(g, sets.val_all, true, val_fanouts, lo, world),
+            evaluation_loader(g, sets.test_all, true, all, lo, world)};
+  if (o.eval == EvalMode::sampled)
+    return {evaluation_loader(g, sets.val_share.ids, false, val_fanouts, lo, world),
+            MaybeLoader<NodeDataLoader<Graph>>()};
+  return {};
+}
+
+/// A learned input of width `emb_dim` (none for 0): its DistEmbedding, trained by
+/// SparseAdam on the servers as `trainer`'s input.
+template <class Graph, class TrainerT>
+std::vector<DistEmbedding<typename Graph::client_type>> learned_node_inputs(
+    const Graph& g, const NodeClassificationOptions& o, std::int64_t emb_dim, TrainerT& trainer) {
+  using Client = typename Graph::client_type;
+  std::vector<DistEmbedding<Client>> learned;
+  if (emb_dim > 0) {
+    learned.push_back(DistEmbedding<Client>::create(g.client_ptr(), o.embedding_name, emb_dim,
+                                                    {InitKind::uniform, -1.0, 1.0, o.seed}));
+    trainer.set_input_embedding(
+        input_embedding(learned[0], SparseAdam<Client>({learned[0]}, o.embedding_lr)));
+  }
+  return learned;
+}
+
 }  // namespace detail
 
 /// Trains o.model (GraphSAGE, GCN or GAT) on the node classification task of `g` (node
@@ -484,20 +518,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
     res.extra["cache_rows"] = cache.rows;
     res.extra["cache_bytes"] = cache.bytes;
   }
-  // Loaders for what layer-wise passes do not evaluate: sampled validation (of this
-  // trainer's share of validation nodes), and everything without full_eval.
-  LoaderOptions eval_lo = train_lo;
-  eval_lo.batch_size = o.eval_batch_size;
-  const std::vector<std::int64_t> full(o.fanouts.size(), -1);
-  const auto& val_fanouts = o.eval == EvalMode::sampled ? o.fanouts : full;
-  auto val_loader =
-      !full_eval ? detail::evaluation_loader(g, sets.val_all, true, val_fanouts, eval_lo, world)
-      : o.eval == EvalMode::sampled
-          ? detail::evaluation_loader(g, sets.val_share.ids, false, val_fanouts, eval_lo, world)
-          : detail::MaybeLoader<NodeDataLoader<Graph>>();
-  auto test_loader = full_eval
-                         ? detail::MaybeLoader<NodeDataLoader<Graph>>()
-                         : detail::evaluation_loader(g, sets.test_all, true, full, eval_lo, world);
+  auto [val_loader, test_loader] =
+      detail::node_eval_loaders(g, o, sets, full_eval.has_value(), train_lo, world);
 
   torch::manual_seed(o.seed);
   TrainerOptions to{.lr = o.lr, .weight_decay = o.weight_decay, .device = o.device};
@@ -516,13 +538,7 @@ NodeClassificationResult train_node_classification(const Graph& g,
     return trainer.evaluate(loader, epoch, m);
   };
   using Client = typename Graph::client_type;
-  std::vector<DistEmbedding<Client>> learned;
-  if (emb_dim > 0) {
-    learned.push_back(DistEmbedding<Client>::create(g.client_ptr(), o.embedding_name, emb_dim,
-                                                    {InitKind::uniform, -1.0, 1.0, o.seed}));
-    trainer.set_input_embedding(
-        input_embedding(learned[0], SparseAdam<Client>({learned[0]}, o.embedding_lr)));
-  }
+  const auto learned = detail::learned_node_inputs(g, o, emb_dim, trainer);
   detail::EmbeddingCheckpoints<DistEmbedding<Client>> learned_rows(learned);
   const EpochLoopSetup setup{
       .identity = detail::node_run_identity(g, o, res, seeds.total, emb_dim),
