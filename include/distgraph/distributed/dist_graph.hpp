@@ -269,43 +269,25 @@ class BasicDistGraph {
   std::vector<std::int64_t> out_degrees(std::span<const std::int64_t> nodes) const {
     for (auto v : nodes)
       if (v < 0 || v >= num_nodes()) throw IdOutOfRange("node id", v, 0, num_nodes());
-    // Every partition gets every ID: one "group" per partition.
-    typename client_type::Groups g;
-    g.offsets.push_back(0);
-    std::vector<PendingCall> calls;
     const auto n = static_cast<std::int64_t>(nodes.size());
-    for (std::int32_t p = 0; p < client_->layout().num_machines; ++p) {
-      g.parts.push_back(p);
-      g.offsets.push_back(nodes.size());
-      calls.push_back(client_->transport().send(
-          client_->server_for(p), MsgType::degrees,
-          client_type::rows_message(DegreesRequest{DegreeKind::out, n}.encode(),
-                                    {nodes.begin(), nodes.end()})));
-    }
+    const auto shares = client_->ask_every_partition(
+        MsgType::degrees, DegreesRequest{DegreeKind::out, n}.encode(), nodes, "out_degrees");
     std::vector<std::int64_t> out(nodes.size(), 0);
-    client_->collect(calls, g, "out_degrees", [&](std::size_t, const Reply& r) {
-      const auto v = part_as<std::int64_t>(one_part(r, "out_degrees"), n, "out_degrees");
-      for (std::size_t i = 0; i < v.size(); ++i) out[i] += v[i];
-    });
+    for (const auto& share : shares)
+      for (std::size_t i = 0; i < share.size(); ++i) out[i] += share[i];
     return out;
   }
   /// Endpoints of edges `edges` (global IDs), from their owners.
   EdgeEnds find_edges(std::span<const std::int64_t> edges) const {
-    const auto g = client_->group(RowKind::edge, edges);
-    auto calls = client_->send_groups(
-        g, edges, MsgType::find_edges, [](std::int64_t n) { return FindEdgesRequest{n}.encode(); },
-        false);
+    const auto answers = client_->ask_owners(
+        RowKind::edge, edges, MsgType::find_edges, "find_edges",
+        [](std::int64_t n) { return FindEdgesRequest{n}.encode(); }, 2, true);
     EdgeEnds out{std::vector<std::int64_t>(edges.size()), std::vector<std::int64_t>(edges.size())};
-    client_->collect(calls, g, "find_edges", [&](std::size_t k, const Reply& r) {
-      if (r.body.parts.size() != 2) throw ProtocolError("find_edges: reply without 2 parts");
-      const auto n = static_cast<std::int64_t>(g.count(k));
-      const auto s = part_as<std::int64_t>(r.body.parts[0], n, "find_edges");
-      const auto t = part_as<std::int64_t>(r.body.parts[1], n, "find_edges");
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        out.src[g.order[g.offsets[k] + i]] = s[i];
-        out.dst[g.order[g.offsets[k] + i]] = t[i];
+    for (const auto& a : answers)
+      for (std::size_t i = 0; i < a.positions.size(); ++i) {
+        out.src[a.positions[i]] = a.values[0][i];
+        out.dst[a.positions[i]] = a.values[1][i];
       }
-    });
     return out;
   }
 
@@ -335,32 +317,26 @@ class BasicDistGraph {
     if (!sampler_set::contains(sampler.name))
       throw InvalidArgument("sample_neighbors: sampler '" + sampler.name +
                             "' is not in this graph's sampler set " + sampler_set::describe());
-    const auto g = client_->group(RowKind::node, seeds);
-    const bool here = site_ != nullptr;
-    const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
-    auto calls = client_->send_groups(
-        g, seeds, MsgType::sample_neighbors,
+    // This machine's own seeds are sampled here while the other owners' requests fly.
+    typename client_type::AnswerHere here;
+    if (site_ != nullptr)
+      here = [&](std::vector<std::int64_t> ids) {
+        trace::Span span("sample local", "sample");
+        span.arg("seeds", static_cast<std::int64_t>(ids.size()));
+        Frontier f = sample_local(ids, fanout, key, sampler);
+        return std::vector<std::vector<std::int64_t>>{std::move(f.src), std::move(f.dst),
+                                                      std::move(f.eid)};
+      };
+    auto answers = client_->ask_owners(
+        RowKind::node, seeds, MsgType::sample_neighbors, "sample_neighbors",
         [&](std::int64_t n) {
           return SampleRequest{key, fanout, sampler, n}.encode();
         },
-        here);
-    std::vector<Frontier> parts(g.parts.size());
-    for (std::size_t k = 0; k < g.parts.size(); ++k)
-      if (here && g.parts[k] == local_->part_id) {
-        trace::Span span("sample local", "sample");
-        span.arg("seeds", static_cast<std::int64_t>(g.count(k)));
-        parts[k] = sample_local(g.ids_of(k, seeds), fanout, key, sampler);
-      }
-    client_->collect(calls, g, "sample_neighbors", [&](std::size_t k, const Reply& r) {
-      if (r.body.parts.size() != 3) throw ProtocolError("sample_neighbors: reply without 3 parts");
-      const auto n = static_cast<std::int64_t>(r.body.parts[0].size() / 8);
-      for (int a = 0; a < 3; ++a) {
-        const auto v =
-            part_as<std::int64_t>(r.body.parts[static_cast<std::size_t>(a)], n, "sample_neighbors");
-        auto& dst = a == 0 ? parts[k].src : a == 1 ? parts[k].dst : parts[k].eid;
-        dst.assign(v.begin(), v.end());
-      }
-    }, sent_ns);
+        3, false, here);
+    std::vector<Frontier> parts(answers.size());
+    for (std::size_t k = 0; k < answers.size(); ++k)
+      parts[k] = Frontier{std::move(answers[k].values[0]), std::move(answers[k].values[1]),
+                          std::move(answers[k].values[2])};
     Frontier out;
     for (auto& f : parts) {
       out.src.insert(out.src.end(), f.src.begin(), f.src.end());
@@ -371,11 +347,6 @@ class BasicDistGraph {
   }
 
  private:
-  static std::span<const std::byte> one_part(const Reply& r, const char* what) {
-    if (r.body.parts.size() != 1) throw ProtocolError(std::string(what) + ": reply without 1 part");
-    return r.body.parts[0];
-  }
-
   static std::string join_names(const std::vector<std::string>& names) {
     std::string s;
     for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -401,14 +372,10 @@ class BasicDistGraph {
   template <class HeadFn>
   std::vector<std::int64_t> per_id_query(RowKind kind, std::span<const std::int64_t> ids,
                                          MsgType type, const char* what, HeadFn&& head) const {
-    const auto g = client_->group(kind, ids);
-    auto calls = client_->send_groups(g, ids, type, head, false);
+    const auto answers = client_->ask_owners(kind, ids, type, what, head, 1, true);
     std::vector<std::int64_t> out(ids.size());
-    client_->collect(calls, g, what, [&](std::size_t k, const Reply& r) {
-      const auto v =
-          part_as<std::int64_t>(one_part(r, what), static_cast<std::int64_t>(g.count(k)), what);
-      for (std::size_t i = 0; i < v.size(); ++i) out[g.order[g.offsets[k] + i]] = v[i];
-    });
+    for (const auto& a : answers)
+      for (std::size_t i = 0; i < a.positions.size(); ++i) out[a.positions[i]] = a.values[0][i];
     return out;
   }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -97,7 +98,6 @@ class KVClient {
   /// (null when none is co-located).
   const std::shared_ptr<S>& colocated() const noexcept { return colocated_; }
   T& transport() noexcept { return *transport_; }
-  Deadline deadline() const { return deadline_in(options_.timeout); }
   /// What pull() has fetched from other machines so far (copies of a client share it).
   RemoteTraffic remote_traffic() const noexcept {
     return {traffic_->rows.load(std::memory_order_relaxed),
@@ -359,6 +359,79 @@ class KVClient {
     }
   }
 
+  /// One owner's answer to ask_owners: its partition, the request positions of the IDs it
+  /// was asked about (in the order sent), and its reply's parts as int64 arrays.
+  struct OwnerAnswer {
+    std::int32_t part = 0;
+    std::vector<std::size_t> positions;
+    std::vector<std::vector<std::int64_t>> values;
+  };
+  /// Answers for this machine's co-located partition without a request (ask_owners).
+  using AnswerHere =
+      std::function<std::vector<std::vector<std::int64_t>>(std::vector<std::int64_t>)>;
+
+  /// Asks the owners of `ids` in parallel: request `type` with head `head(count)` and that
+  /// owner's IDs as its rows. Every reply must hold `num_parts` int64 parts, each of one
+  /// value per ID when `per_id`, else all of one length. Owners come back in ascending
+  /// partition order. With `here`, this machine's co-located partition is answered by it
+  /// (while the requests are in flight) instead of its server. Throws IdOutOfRange before
+  /// sending, RemoteError, TimeoutError or PeerLost as pull does, and ProtocolError naming
+  /// `what` for a malformed reply.
+  template <class HeadFn>
+  std::vector<OwnerAnswer> ask_owners(RowKind kind, std::span<const std::int64_t> ids, MsgType type,
+                                      const std::string& what, HeadFn&& head, std::size_t num_parts,
+                                      bool per_id, const AnswerHere& here = {}) {
+    const Groups g = group(kind, ids);
+    const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
+    auto calls = send_groups(g, ids, type, head, static_cast<bool>(here));
+    std::vector<OwnerAnswer> out(g.parts.size());
+    for (std::size_t k = 0; k < g.parts.size(); ++k) {
+      out[k].part = g.parts[k];
+      const auto at = g.positions(k);
+      out[k].positions.assign(at.begin(), at.end());
+      if (here && !calls[k].valid()) out[k].values = here(g.ids_of(k, ids));
+    }
+    collect(
+        calls, g, what,
+        [&](std::size_t k, const Reply& r) {
+          out[k].values = int64_parts(r, num_parts, per_id ? g.count(k) : SIZE_MAX, what);
+        },
+        sent_ns);
+    return out;
+  }
+
+  /// Asks every partition's server the same question about all of `ids` (request `type`,
+  /// head `head`) and returns each partition's one-part reply of one int64 per ID.
+  std::vector<std::vector<std::int64_t>> ask_every_partition(MsgType type,
+                                                             std::vector<std::byte> head,
+                                                             std::span<const std::int64_t> ids,
+                                                             const std::string& what) {
+    Groups g;  // every partition gets every ID: one group per partition
+    g.offsets.push_back(0);
+    std::vector<PendingCall> calls;
+    for (std::int32_t p = 0; p < layout_.num_machines; ++p) {
+      g.parts.push_back(p);
+      g.offsets.push_back(ids.size());
+      calls.push_back(
+          transport_->send(server_for(p), type, rows_message(head, {ids.begin(), ids.end()})));
+    }
+    std::vector<std::vector<std::int64_t>> out(calls.size());
+    collect(calls, g, what, [&](std::size_t k, const Reply& r) {
+      out[k] = std::move(int64_parts(r, 1, ids.size(), what)[0]);
+    });
+    return out;
+  }
+
+  /// Global IDs `gids` of `kind` as this machine's partition's local IDs.
+  void to_local(RowKind kind, std::span<const std::int64_t> gids,
+                std::span<std::int64_t> out) const {
+    if (kind == RowKind::node)
+      book_.node_to_local(gids, out);
+    else
+      book_.edge_to_local(gids, out);
+  }
+
+ private:
   /// Sends `head` as `type` to every partition's main server at once and waits for all;
   /// a failure throws naming `what` and the partition.
   void call_main_servers(MsgType type, std::vector<std::byte> head, const std::string& what) {
@@ -502,13 +575,7 @@ class KVClient {
   bool is_colocated(std::int32_t part) const {
     return colocated_ != nullptr && part == layout_.machine_id;
   }
-  void to_local(RowKind kind, std::span<const std::int64_t> gids,
-                std::span<std::int64_t> out) const {
-    if (kind == RowKind::node)
-      book_.node_to_local(gids, out);
-    else
-      book_.edge_to_local(gids, out);
-  }
+
   /// Throws IdOutOfRange naming the tensor when typed data `name` gets an ID of another
   /// type: checked for the whole batch before anything is sent, so a refused write
   /// changes no row anywhere.
@@ -594,7 +661,26 @@ class KVClient {
     return calls;
   }
 
- private:
+  Deadline deadline() const { return deadline_in(options_.timeout); }
+
+  /// A reply's `num_parts` parts as int64 arrays, each of `count` values (SIZE_MAX: of
+  /// one common length); ProtocolError naming `what` otherwise.
+  static std::vector<std::vector<std::int64_t>> int64_parts(const Reply& r, std::size_t num_parts,
+                                                            std::size_t count,
+                                                            const std::string& what) {
+    if (r.body.parts.size() != num_parts)
+      throw ProtocolError(what + ": reply without " + std::to_string(num_parts) +
+                          (num_parts == 1 ? " part" : " parts"));
+    const std::size_t n = count != SIZE_MAX ? count : r.body.parts[0].size() / 8;
+    std::vector<std::vector<std::int64_t>> v(num_parts);
+    for (std::size_t i = 0; i < num_parts; ++i) {
+      const auto values =
+          part_as<std::int64_t>(r.body.parts[i], static_cast<std::int64_t>(n), what.c_str());
+      v[i].assign(values.begin(), values.end());
+    }
+    return v;
+  }
+
   /// A pull's requests to the owners: `calls[k]` to group k (invalid for a co-located
   /// group or one the row cache served whole). When the cache took some of group k's rows,
   /// `sent_at[k]` lists where the rest go (else: empty, all of g.positions(k)); the rows
