@@ -1,6 +1,8 @@
 // PartitionSite: a loaded partition (and its machine's storage) as a SamplerSite.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,27 +64,16 @@ class PartitionSite final : public SamplerSite {
   std::int32_t num_edge_types() const override { return num_edge_types_; }
 
   Buffer<float> edge_values_by_position(const std::string& name) override {
-    if (!storage_)
-      throw InvalidArgument("edge data '" + name + "': partition " + std::to_string(part_.part_id) +
-                            " is sampled without its storage; ask its server instead");
-    const std::string stored = edge_data_name(name);
-    note_read(stored);  // before reading: a write that races the read moves it again
-    const TensorSpec ts = storage_->spec(stored);
+    const TensorSpec ts = stored_spec(SiteData::edge, name);
     if (ts.dtype != DType::float32 || ts.cols != 1)
       throw DTypeError("edge data '" + name + "'", "dtype " + std::string(dtype_name(ts.dtype)) +
                                                        " x " + std::to_string(ts.cols) +
                                                        "; expected one float32 per edge");
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(ts.rows));
-    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
-    std::vector<float> by_local(rows.size());
-    storage_->read_rows(stored, rows, std::as_writable_bytes(std::span(by_local)));
-    // Edges outside the partition's own (deeper halos) are never a seed's in-edge: 0.
-    std::vector<float> by_pos(static_cast<std::size_t>(part_.graph.num_edges()), 0.0f);
-    const auto& pos_of = edge_positions();
-    for (std::size_t l = 0; l < pos_of.size() && l < by_local.size(); ++l)
-      by_pos[static_cast<std::size_t>(pos_of[l])] = by_local[l];
-    return Buffer<float>(std::move(by_pos));
+    return edge_values<float>(name).values();
   }
+
+  std::int64_t num_owned_nodes() const override { return part_.num_inner_nodes; }
+  std::span<const std::int64_t> orig_node_ids() const override { return part_.orig_nid.span(); }
 
   /// Made again when edge data it read through edge_values_by_position has been written
   /// since (a push of new probabilities, by anyone sharing the storage), where the storage
@@ -104,7 +95,65 @@ class PartitionSite final : public SamplerSite {
     return e.value;
   }
 
+ protected:
+  /// The tensor's owned rows (all, or its type's: RowSpaces), each at its position: an
+  /// owned node's local ID is its row, an owned edge's position is edge_positions().
+  void read_by_position(SiteData data, const std::string& name, DType dtype,
+                        const Allocate& allocate) override {
+    const std::string stored = stored_name(data, name);
+    note_read(stored);  // before reading: a write that races the read moves it again
+    const TensorSpec ts = stored_spec(data, name);
+    require_dtype(subject(data, name), ts.dtype, dtype);
+    const RowKind kind = data == SiteData::node ? RowKind::node : RowKind::edge;
+    const detail::RowSpace space = row_spaces().of(name, kind);
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(std::min(ts.rows, space.rows)));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+    std::vector<std::byte> by_row(rows.size() * ts.row_bytes());
+    storage_->read_rows(stored, rows, by_row);
+    const std::span<std::byte> out = allocate(ts.cols);
+    place_rows(data, space.start, ts.row_bytes(), by_row, out);
+  }
+
  private:
+  static std::string stored_name(SiteData data, const std::string& name) {
+    return data == SiteData::node ? node_data_name(name) : edge_data_name(name);
+  }
+  /// The spec of the storage's tensor for `name`. Throws InvalidArgument without a
+  /// storage, NotFound naming `name` when the storage lacks it.
+  TensorSpec stored_spec(SiteData data, const std::string& name) const {
+    if (!storage_)
+      throw InvalidArgument(subject(data, name) + ": partition " + std::to_string(part_.part_id) +
+                            " is sampled without its storage; ask its server instead");
+    const std::string stored = stored_name(data, name);
+    if (!storage_->contains(stored))
+      throw NotFound(subject(data, name),
+                     "no such tensor in partition " + std::to_string(part_.part_id) + "'s storage");
+    return storage_->spec(stored);
+  }
+  /// Copies row r of a tensor whose rows start at owned row `start` to its position: node
+  /// start + r, or the CSC position of owned edge start + r. Edges outside the partition's
+  /// own (deeper halos) are never a seed's in-edge, and halo nodes have no rows here: both
+  /// keep the zeros `out` came with.
+  void place_rows(SiteData data, std::int64_t start, std::size_t row_bytes,
+                  std::span<const std::byte> by_row, std::span<std::byte> out) const {
+    const std::size_t n = row_bytes == 0 ? 0 : by_row.size() / row_bytes;
+    const auto* pos_of = data == SiteData::edge ? &edge_positions() : nullptr;
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto local = static_cast<std::size_t>(start) + r;
+      if (pos_of != nullptr && local >= pos_of->size()) break;
+      const auto pos = static_cast<std::size_t>(pos_of ? (*pos_of)[local] : std::int64_t(local));
+      std::copy_n(by_row.begin() + static_cast<std::ptrdiff_t>(r * row_bytes), row_bytes,
+                  out.begin() + static_cast<std::ptrdiff_t>(pos * row_bytes));
+    }
+  }
+  /// Where each node and edge type's owned rows start (typed data), made on first use.
+  const detail::RowSpaces& row_spaces() const {
+    std::call_once(spaces_made_, [this] {
+      spaces_ = detail::RowSpaces(book_, static_cast<std::int32_t>(part_.part_id));
+    });
+    return spaces_;
+  }
+
   /// The edge data a cached entry was made from, each with its generation then.
   using Reads = std::vector<std::pair<std::string, std::uint64_t>>;
   struct Entry {
@@ -176,6 +225,8 @@ class PartitionSite final : public SamplerSite {
   mutable std::mutex edge_pos_mu_;
   mutable bool edge_pos_made_ = false;
   mutable std::vector<std::int64_t> edge_pos_;
+  mutable std::once_flag spaces_made_;
+  mutable detail::RowSpaces spaces_;
   std::vector<std::int32_t> edge_types_;  ///< by CSC position; empty for one edge type
   std::mutex mu_;
   std::map<std::string, Entry> cache_;
