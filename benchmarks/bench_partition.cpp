@@ -258,18 +258,17 @@ std::pair<double, json> run_for_json(const std::string& command) {
   return {seconds, last};
 }
 
-/// The dist_partition_* figures (see the top of this file).
-int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
-#ifndef DISTGRAPH_CLI
-  (void)args, (void)rep, (void)root;
-  fail("--distributed needs the distgraph program (built with the tools)");
-#else
-  const unsigned T = args.threads;
-  const std::string spec =
-      "rmat:" + std::to_string(args.scale) + ":" + std::to_string(args.edge_factor);
-  rep.note("generating " + spec + " for gpmetis ...");
-  const fs::path metis_file = root / "graph.metis";
+#ifdef DISTGRAPH_CLI
+/// The generated graph's size, as the header and the params give it.
+struct GraphSize {
   std::int64_t n = 0, m = 0;
+};
+
+/// Generates the graph the ranks generate (symmetrised, simple) and writes it as gpmetis's
+/// input; the graph is freed, and its memory returned, before anything is measured.
+GraphSize write_rmat_for_gpmetis(const Args& args, const fs::path& metis_file) {
+  const unsigned T = args.threads;
+  GraphSize size;
   {
     const distgraph::Graph g = distgraph::build_graph(
         distgraph::rmat({.scale = args.scale,
@@ -277,129 +276,181 @@ int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
                          .symmetrize = true,
                          .num_threads = T}),
         {.remove_self_loops = true, .remove_duplicates = true, .num_threads = T});
-    n = g.num_nodes();
-    m = g.num_edges();
+    size = {g.num_nodes(), g.num_edges()};
     write_metis_graph(metis_file, g, T);
   }
   ::malloc_trim(0);
+  return size;
+}
+
+/// "1,2,4": the rank counts as the header lists them.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string r;
+  for (const int x : ranks) r += (r.empty() ? "" : ",") + std::to_string(x);
+  return r;
+}
+
+/// The single-process `distgraph partition` of the same graph, the peak-RSS bound's base:
+/// its wall seconds and its report.
+std::pair<double, json> run_single_process(const std::string& spec, std::int64_t parts,
+                                           const fs::path& root) {
+  auto result = run_for_json(std::string(DISTGRAPH_CLI) + " partition --input " + spec +
+                             " --parts " + std::to_string(parts) + " --out " +
+                             (root / "single").string() + " --json 2>/dev/null");
+  fs::remove_all(root / "single");
+  return result;
+}
+
+/// One `mpirun -n ranks distgraph partition --distributed`: its wall seconds and its report.
+std::pair<double, json> run_ranks(const Args& args, int ranks, const std::string& spec,
+                                  const fs::path& root) {
+  auto result = run_for_json(
+      args.mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
+      std::to_string(ranks) + " " + DISTGRAPH_CLI + " partition --distributed --input " + spec +
+      " --parts " + std::to_string(args.parts) + " --out " + (root / "dist").string() +
+      " --json 2>/dev/null");
+  fs::remove_all(root / "dist");
+  return result;
+}
+
+/// What every rank count's figures compare with: gpmetis and the single process.
+struct DistBaseline {
+  GpmetisRun gp;
+  double single_peak = 0;
+  json params;  ///< the graph, gpmetis's and the single process's figures
+};
+
+/// The three dist_partition_* figures of one rank count from its report `r`.
+void report_ranks(Reporter& rep, int ranks, double secs, const json& r, const DistBaseline& base) {
+  json params = base.params;
+  params["ranks"] = ranks;
+  params["peak_rss_bytes_per_rank"] = r["peak_rss_bytes_per_rank"];
+  params["stage_s"] = r["stage_s"];
+  params["node_balance"] = r["node_balance"];
+  params["edge_balance"] = r["edge_balance"];
+  const std::string label = std::to_string(ranks) + " rank(s)";
+  rep.add(Figure{.figure = "dist_partition_edge_cut",
+                 .value = r["edge_cut"].get<double>(),
+                 .unit = "edges",
+                 .bound = 2.0 * static_cast<double>(base.gp.edge_cut),
+                 .bound_name = "gpmetis_edgecut_directed",
+                 .kind = Kind::time,
+                 .params = params,
+                 .label = label});
+  rep.add(Figure{.figure = "dist_partition_time",
+                 .value = secs,
+                 .unit = "s",
+                 .bound = base.gp.wall_s,
+                 .bound_name = "gpmetis_wall",
+                 .kind = Kind::time,
+                 .params = params,
+                 .label = label});
+  rep.add(Figure{.figure = "dist_partition_peak_rss",
+                 .value = r["peak_rss_bytes"].get<double>(),
+                 .unit = "bytes",
+                 .bound = 1.3 * base.single_peak / ranks + 256.0 * (1 << 20),
+                 .bound_name = "1.3x_single_process_peak_per_rank_plus_256MiB",
+                 .kind = Kind::time,
+                 .params = params,
+                 .label = label});
+}
+#endif
+
+/// The dist_partition_* figures (see the top of this file).
+int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
+#ifndef DISTGRAPH_CLI
+  (void)args, (void)rep, (void)root;
+  fail("--distributed needs the distgraph program (built with the tools)");
+#else
+  const std::string spec =
+      "rmat:" + std::to_string(args.scale) + ":" + std::to_string(args.edge_factor);
+  rep.note("generating " + spec + " for gpmetis ...");
+  const fs::path metis_file = root / "graph.metis";
+  const auto [n, m] = write_rmat_for_gpmetis(args, metis_file);
   rep.header({{"graph", spec + " (symmetrised, no self loops or duplicates), seed 1"},
               {"n", std::to_string(n)},
               {"m", std::to_string(m) + " directed"},
               {"parts", std::to_string(args.parts)},
-              {"ranks", [&] {
-                 std::string r;
-                 for (const int x : args.distributed)
-                   r += (r.empty() ? "" : ",") + std::to_string(x);
-                 return r;
-               }()}});
+              {"ranks", rank_list(args.distributed)}});
   rep.note("running gpmetis ...");
-  const GpmetisRun gp = run_gpmetis(args.gpmetis, metis_file, args.parts, root / "gpmetis.log");
+  DistBaseline base;
+  base.gp = run_gpmetis(args.gpmetis, metis_file, args.parts, root / "gpmetis.log");
   fs::remove(metis_file);
   fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
   rep.note("single-process distgraph partition ...");
-  const std::string parts = std::to_string(args.parts);
-  const auto [single_s, single] =
-      run_for_json(std::string(DISTGRAPH_CLI) + " partition --input " + spec + " --parts " + parts +
-                   " --out " + (root / "single").string() + " --json 2>/dev/null");
-  fs::remove_all(root / "single");
-  const double single_peak = single["peak_rss_bytes"].get<double>();
-  const json base = {{"scale", args.scale},
-                     {"edge_factor", args.edge_factor},
-                     {"n", n},
-                     {"m", m},
-                     {"parts", args.parts},
-                     {"gpmetis_edgecut", gp.edge_cut},
-                     {"gpmetis_wall_s", gp.wall_s},
-                     {"gpmetis_max_rss_bytes", gp.max_rss_bytes},
-                     {"single_process_s", single_s},
-                     {"single_process_peak_rss_bytes", single_peak},
-                     {"single_process_edge_cut", single["edge_cut"]}};
+  const auto [single_s, single] = run_single_process(spec, args.parts, root);
+  base.single_peak = single["peak_rss_bytes"].get<double>();
+  base.params = {{"scale", args.scale},
+                 {"edge_factor", args.edge_factor},
+                 {"n", n},
+                 {"m", m},
+                 {"parts", args.parts},
+                 {"gpmetis_edgecut", base.gp.edge_cut},
+                 {"gpmetis_wall_s", base.gp.wall_s},
+                 {"gpmetis_max_rss_bytes", base.gp.max_rss_bytes},
+                 {"single_process_s", single_s},
+                 {"single_process_peak_rss_bytes", base.single_peak},
+                 {"single_process_edge_cut", single["edge_cut"]}};
   for (const int ranks : args.distributed) {
     rep.note("mpirun -n " + std::to_string(ranks) + " distgraph partition --distributed ...");
-    const auto [secs, r] = run_for_json(
-        args.mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
-        std::to_string(ranks) + " " + DISTGRAPH_CLI + " partition --distributed --input " + spec +
-        " --parts " + parts + " --out " + (root / "dist").string() + " --json 2>/dev/null");
-    fs::remove_all(root / "dist");
-    json params = base;
-    params["ranks"] = ranks;
-    params["peak_rss_bytes_per_rank"] = r["peak_rss_bytes_per_rank"];
-    params["stage_s"] = r["stage_s"];
-    params["node_balance"] = r["node_balance"];
-    params["edge_balance"] = r["edge_balance"];
-    const std::string label = std::to_string(ranks) + " rank(s)";
-    rep.add(Figure{.figure = "dist_partition_edge_cut",
-                   .value = r["edge_cut"].get<double>(),
-                   .unit = "edges",
-                   .bound = 2.0 * static_cast<double>(gp.edge_cut),
-                   .bound_name = "gpmetis_edgecut_directed",
-                   .kind = Kind::time,
-                   .params = params,
-                   .label = label});
-    rep.add(Figure{.figure = "dist_partition_time",
-                   .value = secs,
-                   .unit = "s",
-                   .bound = gp.wall_s,
-                   .bound_name = "gpmetis_wall",
-                   .kind = Kind::time,
-                   .params = params,
-                   .label = label});
-    rep.add(Figure{.figure = "dist_partition_peak_rss",
-                   .value = r["peak_rss_bytes"].get<double>(),
-                   .unit = "bytes",
-                   .bound = 1.3 * single_peak / ranks + 256.0 * (1 << 20),
-                   .bound_name = "1.3x_single_process_peak_per_rank_plus_256MiB",
-                   .kind = Kind::time,
-                   .params = params,
-                   .label = label});
+    const auto [secs, r] = run_ranks(args, ranks, spec, root);
+    report_ranks(rep, ranks, secs, r, base);
   }
-  rep.note("gpmetis: wall " + fixed(gp.wall_s) + " s, edgecut " + std::to_string(gp.edge_cut) +
-           " (undirected), max RSS " + mib(static_cast<double>(gp.max_rss_bytes)) +
+  rep.note("gpmetis: wall " + fixed(base.gp.wall_s) + " s, edgecut " +
+           std::to_string(base.gp.edge_cut) + " (undirected), max RSS " +
+           mib(static_cast<double>(base.gp.max_rss_bytes)) +
            "; single-process distgraph partition: " + fixed(single_s) + " s, peak " +
-           mib(single_peak) + ", directed cut " + single["edge_cut"].dump());
+           mib(base.single_peak) + ", directed cut " + single["edge_cut"].dump());
   return 0;
 #endif
 }
 
-}  // namespace
-
-int run(int argc, char** argv) {
-  Reporter rep(argc, argv, "bench_partition");
-  const Args args = parse(argc, argv);
-  const unsigned T = args.threads;
-
-  // Output folder: --keep DIR (kept), else a fresh temporary one (removed at exit).
-  fs::path root;
-  if (!args.keep.empty()) {
-    root = args.keep;
-    fs::create_directories(root);
-  } else {
-    std::string tmpl = (fs::temp_directory_path() / "bench_partition-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) fail(std::string("mkdtemp: ") + std::strerror(errno));
-    root = tmpl;
-  }
-  struct Cleanup {
-    fs::path dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!keep) fs::remove_all(dir, ec);
+/// The output folder: --keep DIR (kept), else a fresh temporary one, removed at exit.
+class OutputFolder {
+ public:
+  explicit OutputFolder(const std::string& keep) : keep_(!keep.empty()) {
+    if (keep_) {
+      root_ = keep;
+      fs::create_directories(root_);
+    } else {
+      std::string tmpl = (fs::temp_directory_path() / "bench_partition-XXXXXX").string();
+      if (!::mkdtemp(tmpl.data())) fail(std::string("mkdtemp: ") + std::strerror(errno));
+      root_ = tmpl;
     }
-  } cleanup{root, !args.keep.empty()};
-  if (!args.distributed.empty()) return run_distributed(args, rep, root);
+  }
+  ~OutputFolder() {
+    std::error_code ec;
+    if (!keep_) fs::remove_all(root_, ec);
+  }
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+  const fs::path& path() const noexcept { return root_; }
 
-  // Input: R-MAT, symmetrised, no self loops or duplicates; D-dim float32 features.
-  rep.note("generating R-MAT and features ...");
+ private:
+  fs::path root_;
+  bool keep_;
+};
+
+/// The single-process figures' input, and its sizes for the peak-RSS bound.
+struct Input {
   distgraph::Graph g;
+  distgraph::TensorList node_data;
+  double graph_bytes = 0, feat_bytes = 0, input_bytes = 0;
+};
+
+/// R-MAT, symmetrised, no self loops or duplicates; D-dim float32 features.
+Input make_input(const Args& args) {
+  const unsigned T = args.threads;
+  Input in;
   {
     const distgraph::Coo coo = distgraph::rmat({.scale = args.scale,
                                                 .edge_factor = args.edge_factor,
                                                 .symmetrize = true,
                                                 .num_threads = T});
-    g = distgraph::build_graph(
+    in.g = distgraph::build_graph(
         coo, {.remove_self_loops = true, .remove_duplicates = true, .num_threads = T});
   }
-  const std::int64_t n = g.num_nodes(), m = g.num_edges();
+  const std::int64_t n = in.g.num_nodes(), m = in.g.num_edges();
   auto feat_buf = distgraph::detail::uninit_buffer<float>(static_cast<std::size_t>(n) *
                                                           static_cast<std::size_t>(args.feat_dim));
   distgraph::parallel_chunks(
@@ -410,80 +461,94 @@ int run(int argc, char** argv) {
               static_cast<float>((static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 40) *
               0x1.0p-24f;
       });
-  distgraph::TensorList node_data;
   if (args.feat_dim > 0)
-    node_data.emplace_back("feat",
-                           distgraph::HostTensor::from(std::move(feat_buf), {n, args.feat_dim}));
+    in.node_data.emplace_back("feat",
+                              distgraph::HostTensor::from(std::move(feat_buf), {n, args.feat_dim}));
   ::malloc_trim(0);  // return the generator's freed memory, so children inherit only the input
-  const double graph_bytes =
-      2.0 * (8.0 * static_cast<double>(n + 1) + 16.0 * static_cast<double>(m));
-  const double feat_bytes = 4.0 * static_cast<double>(n) * static_cast<double>(args.feat_dim);
-  const double input_bytes = graph_bytes + feat_bytes;
+  in.graph_bytes = 2.0 * (8.0 * static_cast<double>(n + 1) + 16.0 * static_cast<double>(m));
+  in.feat_bytes = 4.0 * static_cast<double>(n) * static_cast<double>(args.feat_dim);
+  in.input_bytes = in.graph_bytes + in.feat_bytes;
+  return in;
+}
 
-  // gpmetis on the same graph, from a METIS graph file.
-  rep.note("writing the METIS graph file ...");
-  const fs::path metis_file = root / "graph.metis";
-  write_metis_graph(metis_file, g, T);
-  const double metis_file_bytes = static_cast<double>(fs::file_size(metis_file));
+/// What the single-process figures share: the flags, the report, the output folder and the
+/// input.
+struct Bench {
+  const Args& args;
+  Reporter& rep;
+  const fs::path& root;
+  const Input& in;
+};
 
-  rep.header(
-      {{"graph", "rmat(scale=" + std::to_string(args.scale) +
-                     ", edge_factor=" + std::to_string(args.edge_factor) +
-                     ", symmetrize, seed=1), no self loops or duplicates"},
-       {"n", std::to_string(n)},
-       {"m", std::to_string(m) + " directed (" + std::to_string(m / 2) + " undirected)"},
-       {"parts", std::to_string(args.parts)},
-       {"threads", std::to_string(T)},
-       {"features", std::to_string(n) + " x " + std::to_string(args.feat_dim) + " float32 (" +
-                        mib(feat_bytes) + ")"},
-       {"input_bytes", mib(input_bytes) + " = graph CSR + CSC " + mib(graph_bytes) + " + features"},
-       {"gpmetis", args.gpmetis + " FILE " + std::to_string(args.parts) + " (" +
-                       mib(metis_file_bytes) + " text file)"},
-       {"runs", "best of " + std::to_string(args.runs)},
-       {"output", root.string() + (args.keep.empty() ? " (removed at exit)" : "")}});
-  const json params = {{"scale", args.scale},
-                       {"edge_factor", args.edge_factor},
-                       {"n", n},
-                       {"m", m},
-                       {"parts", args.parts},
-                       {"feat_dim", args.feat_dim},
-                       {"threads", T},
-                       {"runs", args.runs}};
+void print_header(const Bench& b, double metis_file_bytes) {
+  const Args& args = b.args;
+  const std::int64_t n = b.in.g.num_nodes(), m = b.in.g.num_edges();
+  b.rep.header({{"graph", "rmat(scale=" + std::to_string(args.scale) +
+                              ", edge_factor=" + std::to_string(args.edge_factor) +
+                              ", symmetrize, seed=1), no self loops or duplicates"},
+                {"n", std::to_string(n)},
+                {"m", std::to_string(m) + " directed (" + std::to_string(m / 2) + " undirected)"},
+                {"parts", std::to_string(args.parts)},
+                {"threads", std::to_string(args.threads)},
+                {"features", std::to_string(n) + " x " + std::to_string(args.feat_dim) +
+                                 " float32 (" + mib(b.in.feat_bytes) + ")"},
+                {"input_bytes", mib(b.in.input_bytes) + " = graph CSR + CSC " +
+                                    mib(b.in.graph_bytes) + " + features"},
+                {"gpmetis", args.gpmetis + " FILE " + std::to_string(args.parts) + " (" +
+                                mib(metis_file_bytes) + " text file)"},
+                {"runs", "best of " + std::to_string(args.runs)},
+                {"output", b.root.string() + (args.keep.empty() ? " (removed at exit)" : "")}});
+}
 
+/// The params every single-process figure starts from.
+json base_params(const Bench& b) {
+  return {{"scale", b.args.scale},     {"edge_factor", b.args.edge_factor},
+          {"n", b.in.g.num_nodes()},   {"m", b.in.g.num_edges()},
+          {"parts", b.args.parts},     {"feat_dim", b.args.feat_dim},
+          {"threads", b.args.threads}, {"runs", b.args.runs}};
+}
+
+/// gpmetis on the graph in `metis_file`, the best wall time of R runs; its files are removed.
+GpmetisRun best_gpmetis(const Bench& b, const fs::path& metis_file) {
   GpmetisRun gp;
   gp.wall_s = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < args.runs; ++r) {
-    rep.note("running gpmetis ...");
-    const GpmetisRun run = run_gpmetis(args.gpmetis, metis_file, args.parts, root / "gpmetis.log");
-    if (run.wall_s < gp.wall_s) gp = run;
+  for (int r = 0; r < b.args.runs; ++r) {
+    b.rep.note("running gpmetis ...");
+    const GpmetisRun one =
+        run_gpmetis(b.args.gpmetis, metis_file, b.args.parts, b.root / "gpmetis.log");
+    if (one.wall_s < gp.wall_s) gp = one;
   }
   fs::remove(metis_file);
-  fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
-  fs::remove(root / "gpmetis.log");
+  fs::remove(b.root / ("graph.metis.part." + std::to_string(b.args.parts)));
+  fs::remove(b.root / "gpmetis.log");
+  return gp;
+}
 
-  // Runs partition_graph with `options` into root/<sub> in a forked child holding the input,
-  // best of R runs; `after` sees each run's output before it is removed.
-  auto best_run = [&](const std::string& sub, const distgraph::PartitionOptions& options,
-                      const std::function<void(const fs::path&)>& after) {
-    json best;
-    for (int r = 0; r < args.runs; ++r) {
-      rep.note("partition_graph (" + sub + ") ...");
-      const fs::path dir = root / sub;
-      fs::remove_all(dir);
-      json j = run_in_child([&] {
-        distgraph::Stopwatch clock;
-        const auto res = distgraph::partition_graph(g, "rmat", args.parts, dir, options, node_data);
-        return result_json(res, clock.seconds());
-      });
-      if (best.is_null() || j["seconds"].get<double>() < best["seconds"].get<double>()) best = j;
-      if (after) after(dir);
-      fs::remove_all(dir);
-    }
-    return best;
-  };
-  const json metis_run =
-      best_run("metis", {.method = distgraph::PartMethod::metis, .num_threads = T}, nullptr);
+/// Runs partition_graph with `options` into root/<sub> in a forked child holding the input,
+/// best of R runs; `after` sees each run's output before it is removed.
+json best_partition_run(const Bench& b, const std::string& sub,
+                        const distgraph::PartitionOptions& options,
+                        const std::function<void(const fs::path&)>& after) {
+  json best;
+  for (int r = 0; r < b.args.runs; ++r) {
+    b.rep.note("partition_graph (" + sub + ") ...");
+    const fs::path dir = b.root / sub;
+    fs::remove_all(dir);
+    json j = run_in_child([&] {
+      distgraph::Stopwatch clock;
+      const auto res =
+          distgraph::partition_graph(b.in.g, "rmat", b.args.parts, dir, options, b.in.node_data);
+      return result_json(res, clock.seconds());
+    });
+    if (best.is_null() || j["seconds"].get<double>() < best["seconds"].get<double>()) best = j;
+    if (after) after(dir);
+    fs::remove_all(dir);
+  }
+  return best;
+}
 
+/// partition_metis_time, partition_edge_cut and partition_peak_rss of the best METIS run.
+void report_metis(const Bench& b, const json& params, const GpmetisRun& gp, const json& metis_run) {
   json tparams = params;
   tparams["gpmetis_wall_s"] = gp.wall_s;
   tparams["gpmetis_partitioning_s"] = gp.partitioning_s;
@@ -491,86 +556,130 @@ int run(int argc, char** argv) {
   tparams["gpmetis_max_rss_bytes"] = gp.max_rss_bytes;
   tparams["stage_s"] = metis_run["stage_s"];
   tparams["target_ratio"] = 1 / 1.3;
-  rep.add(Figure{.figure = "partition_metis_time",
-                 .value = metis_run["seconds"].get<double>(),
-                 .unit = "s",
-                 .bound = gp.wall_s,
-                 .bound_name = "gpmetis_wall",
-                 .kind = Kind::time,
-                 .params = tparams});
+  b.rep.add(Figure{.figure = "partition_metis_time",
+                   .value = metis_run["seconds"].get<double>(),
+                   .unit = "s",
+                   .bound = gp.wall_s,
+                   .bound_name = "gpmetis_wall",
+                   .kind = Kind::time,
+                   .params = tparams});
   json cparams = params;
   cparams["cross_edges_directed"] = metis_run["cross_edges"];
   cparams["node_balance"] = metis_run["node_balance"];
   cparams["edge_balance"] = metis_run["edge_balance"];
   cparams["target_ratio"] = 0.95;
-  rep.add(Figure{.figure = "partition_edge_cut",
-                 .value = metis_run["metis_edge_cut"].get<double>(),
-                 .unit = "edges",
-                 .bound = static_cast<double>(gp.edge_cut),
-                 .bound_name = "gpmetis_edgecut",
-                 .kind = Kind::time,
-                 .params = cparams});
+  b.rep.add(Figure{.figure = "partition_edge_cut",
+                   .value = metis_run["metis_edge_cut"].get<double>(),
+                   .unit = "edges",
+                   .bound = static_cast<double>(gp.edge_cut),
+                   .bound_name = "gpmetis_edgecut",
+                   .kind = Kind::time,
+                   .params = cparams});
   json rparams = params;
-  rparams["input_bytes"] = input_bytes;
-  rparams["graph_bytes"] = graph_bytes;
-  rparams["feature_bytes"] = feat_bytes;
+  rparams["input_bytes"] = b.in.input_bytes;
+  rparams["graph_bytes"] = b.in.graph_bytes;
+  rparams["feature_bytes"] = b.in.feat_bytes;
   rparams["child_start_rss_bytes"] = metis_run["start_rss_bytes"];
   rparams["peak_reset"] = metis_run["peak_reset"];
   rparams["target_ratio"] = 1.0;
-  rep.add(Figure{.figure = "partition_peak_rss",
-                 .value = metis_run["peak_rss_bytes"].get<double>(),
-                 .unit = "bytes",
-                 .bound = 3 * input_bytes,
-                 .bound_name = "3x_input_bytes",
-                 .kind = Kind::time,
-                 .params = rparams});
+  b.rep.add(Figure{.figure = "partition_peak_rss",
+                   .value = metis_run["peak_rss_bytes"].get<double>(),
+                   .unit = "bytes",
+                   .bound = 3 * b.in.input_bytes,
+                   .bound_name = "3x_input_bytes",
+                   .kind = Kind::time,
+                   .params = rparams});
+}
 
-  // partition_graph with random assignment, then the same bytes written as plain files.
-  double write_s = std::numeric_limits<double>::infinity();
+/// The best random run, and what it wrote and how fast plain writes of the same files were.
+struct RandomRun {
+  json best;
   std::vector<FileSize> files;
-  const json random_run = best_run(
-      "random", {.method = distgraph::PartMethod::random, .seed = 7, .num_threads = T},
-      [&](const fs::path& dir) {
-        files = list_files(dir);
-        fs::remove_all(dir);
-        rep.note("writing the same bytes as plain files ...");
-        const auto writers = static_cast<unsigned>(std::min<std::int64_t>(T, args.parts));
-        write_s = std::min(write_s, write_files_seconds(root / "write_bound", files, writers));
-        fs::remove_all(root / "write_bound");
-      });
   std::uintmax_t out_bytes = 0;
-  for (const auto& f : files) out_bytes += f.bytes;
-  json wparams = params;
-  wparams["output_bytes"] = out_bytes;
-  wparams["output_files"] = files.size();
-  wparams["stage_s"] = random_run["stage_s"];
-  wparams["peak_rss_bytes"] = random_run["peak_rss_bytes"];
-  rep.add(Figure{.figure = "partition_random_time",
-                 .value = random_run["seconds"].get<double>(),
-                 .unit = "s",
-                 .bound = write_s,
-                 .bound_name = "write_same_files",
-                 .kind = Kind::time,
-                 .params = wparams});
+  double write_s = std::numeric_limits<double>::infinity();
+};
 
-  // Readable details of where the time went.
-  auto stages = [](const json& j) {
-    std::string s;
-    for (const auto& st : j["stage_s"])
-      s += (s.empty() ? "" : ", ") + st[0].get<std::string>() + " " +
-           fixed(st[1].get<double>(), 2) + " s";
-    return s;
-  };
-  rep.note("METIS partition_graph: " + stages(metis_run) + "; peak RSS " +
-           mib(metis_run["peak_rss_bytes"].get<double>()) + " (child started at " +
-           mib(metis_run["start_rss_bytes"].get<double>()) + ", input " + mib(input_bytes) +
-           (metis_run["peak_reset"].get<bool>() ? ")" : "; peak reset failed: includes parent)"));
-  rep.note("gpmetis: wall " + fixed(gp.wall_s) + " s (I/O " + fixed(gp.io_s) + " s, partitioning " +
-           fixed(gp.partitioning_s) + " s), edgecut " + std::to_string(gp.edge_cut) + ", max RSS " +
-           mib(static_cast<double>(gp.max_rss_bytes)));
-  rep.note("random partition_graph: " + stages(random_run) + "; " + std::to_string(files.size()) +
-           " files, " + mib(static_cast<double>(out_bytes)) + " written; plain writes took " +
-           fixed(write_s) + " s");
+/// partition_random_time: partition_graph with random assignment, then the same bytes
+/// written as plain files after each run.
+RandomRun measure_random(const Bench& b, const json& params) {
+  const unsigned T = b.args.threads;
+  RandomRun run;
+  run.best = best_partition_run(
+      b, "random", {.method = distgraph::PartMethod::random, .seed = 7, .num_threads = T},
+      [&](const fs::path& dir) {
+        run.files = list_files(dir);
+        fs::remove_all(dir);
+        b.rep.note("writing the same bytes as plain files ...");
+        const auto writers = static_cast<unsigned>(std::min<std::int64_t>(T, b.args.parts));
+        run.write_s =
+            std::min(run.write_s, write_files_seconds(b.root / "write_bound", run.files, writers));
+        fs::remove_all(b.root / "write_bound");
+      });
+  for (const auto& f : run.files) run.out_bytes += f.bytes;
+  json wparams = params;
+  wparams["output_bytes"] = run.out_bytes;
+  wparams["output_files"] = run.files.size();
+  wparams["stage_s"] = run.best["stage_s"];
+  wparams["peak_rss_bytes"] = run.best["peak_rss_bytes"];
+  b.rep.add(Figure{.figure = "partition_random_time",
+                   .value = run.best["seconds"].get<double>(),
+                   .unit = "s",
+                   .bound = run.write_s,
+                   .bound_name = "write_same_files",
+                   .kind = Kind::time,
+                   .params = wparams});
+  return run;
+}
+
+/// "relabel 0.12 s, ...": a run's stages as the notes list them.
+std::string stage_list(const json& j) {
+  std::string s;
+  for (const auto& st : j["stage_s"])
+    s += (s.empty() ? "" : ", ") + st[0].get<std::string>() + " " + fixed(st[1].get<double>(), 2) +
+         " s";
+  return s;
+}
+
+/// Readable details of where the time went.
+void note_details(const Bench& b, const json& metis_run, const GpmetisRun& gp,
+                  const RandomRun& random) {
+  b.rep.note("METIS partition_graph: " + stage_list(metis_run) + "; peak RSS " +
+             mib(metis_run["peak_rss_bytes"].get<double>()) + " (child started at " +
+             mib(metis_run["start_rss_bytes"].get<double>()) + ", input " + mib(b.in.input_bytes) +
+             (metis_run["peak_reset"].get<bool>() ? ")" : "; peak reset failed: includes parent)"));
+  b.rep.note("gpmetis: wall " + fixed(gp.wall_s) + " s (I/O " + fixed(gp.io_s) +
+             " s, partitioning " + fixed(gp.partitioning_s) + " s), edgecut " +
+             std::to_string(gp.edge_cut) + ", max RSS " +
+             mib(static_cast<double>(gp.max_rss_bytes)));
+  b.rep.note("random partition_graph: " + stage_list(random.best) + "; " +
+             std::to_string(random.files.size()) + " files, " +
+             mib(static_cast<double>(random.out_bytes)) + " written; plain writes took " +
+             fixed(random.write_s) + " s");
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  Reporter rep(argc, argv, "bench_partition");
+  const Args args = parse(argc, argv);
+  const OutputFolder out(args.keep);
+  const fs::path& root = out.path();
+  if (!args.distributed.empty()) return run_distributed(args, rep, root);
+
+  rep.note("generating R-MAT and features ...");
+  const Input in = make_input(args);
+  const Bench b{args, rep, root, in};
+  rep.note("writing the METIS graph file ...");
+  const fs::path metis_file = root / "graph.metis";
+  write_metis_graph(metis_file, in.g, args.threads);
+  print_header(b, static_cast<double>(fs::file_size(metis_file)));
+  const json params = base_params(b);
+  const GpmetisRun gp = best_gpmetis(b, metis_file);
+  const json metis_run = best_partition_run(
+      b, "metis", {.method = distgraph::PartMethod::metis, .num_threads = args.threads}, nullptr);
+  report_metis(b, params, gp, metis_run);
+  const RandomRun random = measure_random(b, params);
+  note_details(b, metis_run, gp, random);
   return 0;
 }
 
