@@ -190,20 +190,22 @@ double dense_compute_seconds(std::int64_t n) {
   return s;
 }
 
-int run(int argc, char** argv) {
-  Reporter rep(argc, argv, "bench_scale");
-  const Args args = parse(argc, argv);
-  if (!fs::exists(args.cli))
-    throw std::runtime_error("no distgraph program at " + args.cli + " (give --cli PATH)");
-  const distgraph::bench::WorkDir work(args.keep, "distgraph-bench-scale");
-  const std::string name = "rmat" + std::to_string(args.scale);
-  const fs::path data_dir = work.path / name, metis_file = work.path / "graph.metis";
-  const fs::path part_dir = work.path / "partition", run_dir = work.path / "run",
-                 infer_dir = work.path / "infer";
+/// Where each step reads and writes, under the work folder.
+struct Paths {
+  fs::path work, data_dir, metis_file, part_dir, run_dir, infer_dir;
+  Paths(const fs::path& w, int scale)
+      : work(w),
+        data_dir(w / ("rmat" + std::to_string(scale))),
+        metis_file(w / "graph.metis"),
+        part_dir(w / "partition"),
+        run_dir(w / "run"),
+        infer_dir(w / "infer") {}
+};
 
-  // The dataset and the METIS file, made in a child: this process stays small.
-  rep.note("generating R-MAT scale " + std::to_string(args.scale) + " and its dataset folder ...");
-  const json gen = distgraph::bench::run_in_child([&] {
+/// The dataset folder and the METIS file, made in a forked child so that this process never
+/// holds the graph and stays small: the child's summary and peak RSS.
+json generate_dataset(const Args& args, const Paths& paths) {
+  return distgraph::bench::run_in_child([&] {
     distgraph::Stopwatch clock;
     distgraph::Graph g;
     const distgraph::Dataset d = distgraph::bench::rmat_dataset({.scale = args.scale,
@@ -213,8 +215,8 @@ int run(int argc, char** argv) {
                                                                 &g);
     const double generate_s = clock.seconds();
     clock.reset();
-    distgraph::write_dataset(data_dir, d);
-    distgraph::bench::write_metis_graph(metis_file, g, distgraph::default_num_threads());
+    distgraph::write_dataset(paths.data_dir, d);
+    distgraph::bench::write_metis_graph(paths.metis_file, g, distgraph::default_num_threads());
     std::int64_t train = 0;
     for (std::size_t v = 0; v < d.train_mask.size(); ++v) train += d.train_mask[v] ? 1 : 0;
     return json{{"nodes", d.num_nodes},
@@ -223,138 +225,204 @@ int run(int argc, char** argv) {
                 {"generate_s", generate_s},
                 {"write_s", clock.seconds()}};
   });
-  const auto n = gen["nodes"].get<std::int64_t>();
-  const auto m = gen["edges"].get<std::int64_t>();
+}
+
+/// The header, and how long the generator took and how much memory it used.
+void print_header(const Reporter& rep, const Args& args, const Paths& paths, const json& gen) {
   rep.header({{"graph", "rmat(scale=" + std::to_string(args.scale) +
                             ", edge_factor=" + std::to_string(args.edge_factor) +
                             ", seed=1) symmetrized, no self loops or duplicates"},
-              {"n", std::to_string(n)},
-              {"m", std::to_string(m) + " directed"},
+              {"n", std::to_string(gen["nodes"].get<std::int64_t>())},
+              {"m", std::to_string(gen["edges"].get<std::int64_t>()) + " directed"},
               {"data", "100-dim float32 features, 47 classes, " +
                            std::to_string(gen["train_nodes"].get<std::int64_t>()) +
-                           " training nodes; " + mib(folder_bytes(data_dir)) + " on disk"},
+                           " training nodes; " + mib(folder_bytes(paths.data_dir)) + " on disk"},
               {"cluster", "2 loopback machines x (1 server + 1 trainer), METIS 2 parts"},
               {"recipe", "GraphSAGE-mean, hidden 256, fanouts 10,25, batch 1000, 1 epoch"},
               {"cores", std::to_string(std::thread::hardware_concurrency())},
-              {"output", work.path.string() + (args.keep.empty() ? " (removed at exit)" : "")}});
+              {"output", paths.work.string() + (args.keep.empty() ? " (removed at exit)" : "")}});
   rep.note("generated in " + std::to_string(gen["generate_s"].get<double>()) + " s, written in " +
            std::to_string(gen["write_s"].get<double>()) + " s; generator peak RSS " +
            mib(gen["peak_rss_bytes"].get<double>()));
-  json params = {{"scale", args.scale},
-                 {"edge_factor", args.edge_factor},
-                 {"n", n},
-                 {"m", m},
-                 {"feat_dim", feat_dim},
-                 {"parts", 2},
-                 {"trainers", 2}};
+}
 
-  // gpmetis on the same graph: the partitioning bounds.
-  rep.note("running gpmetis ...");
-  const auto gp =
-      distgraph::bench::run_gpmetis(args.gpmetis, metis_file, 2, work.path / "gpmetis.log");
-  fs::remove(metis_file);
-  fs::remove(work.path / "graph.metis.part.2");
+/// What every figure runs from: the flags, the report, the folders, the params every figure
+/// starts from and gpmetis's run on the same graph (the partitioning bounds).
+struct Bench {
+  const Args& args;
+  Reporter& rep;
+  const Paths& paths;
+  json params;
+  distgraph::bench::GpmetisRun gp;
+};
 
-  const CommandRun part =
-      run_command(rep, {args.cli, "partition", "--input", data_dir.string(), "--parts", "2",
-                        "--method", "metis", "--out", part_dir.string(), "--json"});
-  if (part.lines.empty()) throw std::runtime_error("distgraph partition printed no summary");
-  const json& summary = part.lines.back();
-  const fs::path config = summary["config"].get<std::string>();
-  json pparams = params;
-  pparams["stage_s"] = summary["stage_s"];
-  pparams["edge_cut"] = summary["edge_cut"];
-  pparams["gpmetis_edge_cut"] = gp.edge_cut;
-  pparams["gpmetis_partitioning_s"] = gp.partitioning_s;
-  pparams["gpmetis_io_s"] = gp.io_s;
-  rep.add(Figure{.figure = "scale_partition_s",
-                 .value = part.seconds,
-                 .unit = "s",
-                 .bound = gp.wall_s,
-                 .bound_name = "gpmetis_wall",
-                 .kind = Kind::time,
-                 .params = pparams});
-  rep.add(Figure{.figure = "scale_partition_peak_rss",
-                 .value = part.peak_rss_bytes,
-                 .unit = "bytes",
-                 .bound = static_cast<double>(gp.max_rss_bytes),
-                 .bound_name = "gpmetis_peak_rss",
-                 .kind = Kind::time,
-                 .params = params});
+/// `distgraph partition`'s run and its summary (the partition config, each part's size).
+struct PartitionRun {
+  CommandRun command;
+  json summary;
+  fs::path config;
+};
 
+/// scale_partition_s and scale_partition_peak_rss, against gpmetis.
+PartitionRun measure_partition(Bench& b) {
+  const Args& args = b.args;
+  const Paths& paths = b.paths;
+  PartitionRun part;
+  part.command =
+      run_command(b.rep, {args.cli, "partition", "--input", paths.data_dir.string(), "--parts", "2",
+                          "--method", "metis", "--out", paths.part_dir.string(), "--json"});
+  if (part.command.lines.empty())
+    throw std::runtime_error("distgraph partition printed no summary");
+  part.summary = part.command.lines.back();
+  part.config = part.summary["config"].get<std::string>();
+  json pparams = b.params;
+  pparams["stage_s"] = part.summary["stage_s"];
+  pparams["edge_cut"] = part.summary["edge_cut"];
+  pparams["gpmetis_edge_cut"] = b.gp.edge_cut;
+  pparams["gpmetis_partitioning_s"] = b.gp.partitioning_s;
+  pparams["gpmetis_io_s"] = b.gp.io_s;
+  b.rep.add(Figure{.figure = "scale_partition_s",
+                   .value = part.command.seconds,
+                   .unit = "s",
+                   .bound = b.gp.wall_s,
+                   .bound_name = "gpmetis_wall",
+                   .kind = Kind::time,
+                   .params = pparams});
+  b.rep.add(Figure{.figure = "scale_partition_peak_rss",
+                   .value = part.command.peak_rss_bytes,
+                   .unit = "bytes",
+                   .bound = static_cast<double>(b.gp.max_rss_bytes),
+                   .bound_name = "gpmetis_peak_rss",
+                   .kind = Kind::time,
+                   .params = b.params});
+  return part;
+}
+
+/// scale_epoch_s: one epoch of `distgraph train` against trainer 0's compute; the run.
+CommandRun measure_epoch(Bench& b, const PartitionRun& part) {
   const CommandRun train = run_command(
-      rep, {args.cli, "train", data_dir.string(), "--part-config", config.string(), "--parts", "2",
-            "--epochs", "1", "--hidden", std::to_string(hidden), "--fanouts", "10,25",
-            "--batch-size", "1000", "--json", "--out", run_dir.string()});
+      b.rep, {b.args.cli, "train", b.paths.data_dir.string(), "--part-config", part.config.string(),
+              "--parts", "2", "--epochs", "1", "--hidden", std::to_string(hidden), "--fanouts",
+              "10,25", "--batch-size", "1000", "--json", "--out", b.paths.run_dir.string()});
   const json* epoch = nullptr;
   for (const auto& j : train.lines)
     if (j.contains("epoch_s")) epoch = &j;
   if (epoch == nullptr) throw std::runtime_error("distgraph train printed no epoch line");
-  json tparams = params;
+  json tparams = b.params;
   for (const char* k :
        {"sample_s", "fetch_s", "compute_s", "allreduce_s", "remote_rows", "remote_bytes", "loss"})
     if (epoch->contains(k)) tparams[k] = (*epoch)[k];
   tparams["command_s"] = train.seconds;
-  rep.add(Figure{.figure = "scale_epoch_s",
-                 .value = (*epoch)["epoch_s"].get<double>(),
-                 .unit = "s",
-                 .bound = (*epoch)["compute_s"].get<double>(),
-                 .bound_name = "trainer0_compute",
-                 .kind = Kind::time,
-                 .params = tparams});
+  b.rep.add(Figure{.figure = "scale_epoch_s",
+                   .value = (*epoch)["epoch_s"].get<double>(),
+                   .unit = "s",
+                   .bound = (*epoch)["compute_s"].get<double>(),
+                   .bound_name = "trainer0_compute",
+                   .kind = Kind::time,
+                   .params = tparams});
+  return train;
+}
 
-  const CommandRun infer = run_command(
-      rep, {args.cli, "infer", "--checkpoint", run_dir.string(), "--part-config", config.string(),
-            "--output", "both", "--out", infer_dir.string(), "--json"});
+/// scale_infer_s: `distgraph infer` over every node against the same layers' dense compute.
+void measure_infer(Bench& b, const PartitionRun& part, std::int64_t n) {
+  const CommandRun infer =
+      run_command(b.rep, {b.args.cli, "infer", "--checkpoint", b.paths.run_dir.string(),
+                          "--part-config", part.config.string(), "--output", "both", "--out",
+                          b.paths.infer_dir.string(), "--json"});
   if (infer.lines.empty()) throw std::runtime_error("distgraph infer printed no result");
   const json& ij = infer.lines.back();
-  rep.note("dense-compute bound on " + std::to_string(n) + " nodes ...");
+  b.rep.note("dense-compute bound on " + std::to_string(n) + " nodes ...");
   const double dense_s = dense_compute_seconds(n);
-  json iparams = params;
+  json iparams = b.params;
   for (const char* k : {"layer_s", "write_s", "seconds"})
     if (ij.contains(k)) iparams[k] = ij[k];
   iparams["command_s"] = infer.seconds;
-  rep.add(Figure{.figure = "scale_infer_s",
-                 .value = ij["infer_s"].get<double>(),
-                 .unit = "s",
-                 .bound = dense_s,
-                 .bound_name = "dense_sage_layers_all_nodes",
-                 .kind = Kind::time,
-                 .params = iparams});
+  b.rep.add(Figure{.figure = "scale_infer_s",
+                   .value = ij["infer_s"].get<double>(),
+                   .unit = "s",
+                   .bound = dense_s,
+                   .bound_name = "dense_sage_layers_all_nodes",
+                   .kind = Kind::time,
+                   .params = iparams});
+}
 
-  // Memory of every process of both runs.
-  const ProcessPeaks tp = process_peaks(run_dir), ip = process_peaks(infer_dir);
-  const CommandRun bare = run_command(rep, {args.cli, "infer", "--help"});
-  json mparams = params;
+/// What the largest server must hold: its partition's files plus, for inference, one row per
+/// owned node of every layer's output (hidden + classes floats).
+double server_need_bytes(const PartitionRun& part) {
+  double need = 0;
+  for (const auto& p : part.summary["parts"]) {
+    const auto part_id = p["part"].get<std::int64_t>();
+    const double files =
+        folder_bytes(part.config.parent_path() / ("part" + std::to_string(part_id)));
+    const double outputs =
+        static_cast<double>(p["nodes"].get<std::int64_t>()) * (hidden + classes) * 4.0;
+    need = std::max(need, files + outputs);
+  }
+  return need;
+}
+
+/// scale_peak_rss_trainer and scale_peak_rss_server: the memory of every process of both runs.
+void measure_memory(Bench& b, const PartitionRun& part, const CommandRun& train) {
+  const ProcessPeaks tp = process_peaks(b.paths.run_dir), ip = process_peaks(b.paths.infer_dir);
+  const CommandRun bare = run_command(b.rep, {b.args.cli, "infer", "--help"});
+  json mparams = b.params;
   mparams["train_processes"] = tp.processes;
   mparams["infer_processes"] = ip.processes;
   mparams["train_launcher_s"] = train.seconds;
-  rep.add(Figure{.figure = "scale_peak_rss_trainer",
-                 .value = std::max(tp.trainer, ip.trainer),
-                 .unit = "bytes",
-                 .bound = bare.peak_rss_bytes,
-                 .bound_name = "bare_trainer_program",
-                 .kind = Kind::time,
-                 .params = mparams});
-  double server_need = 0;
-  for (const auto& p : summary["parts"]) {
-    const auto part_id = p["part"].get<std::int64_t>();
-    const double files = folder_bytes(config.parent_path() / ("part" + std::to_string(part_id)));
-    const double outputs =
-        static_cast<double>(p["nodes"].get<std::int64_t>()) * (hidden + classes) * 4.0;
-    server_need = std::max(server_need, files + outputs);
-  }
-  rep.add(Figure{.figure = "scale_peak_rss_server",
-                 .value = std::max(tp.server, ip.server),
-                 .unit = "bytes",
-                 .bound = server_need,
-                 .bound_name = "partition_files_plus_layer_outputs",
-                 .kind = Kind::time,
-                 .params = mparams});
-  rep.note("peak RSS: train run trainer " + mib(tp.trainer) + ", server " + mib(tp.server) +
-           "; infer run trainer " + mib(ip.trainer) + ", server " + mib(ip.server) +
-           "; partition " + mib(part.peak_rss_bytes) + " (gpmetis " +
-           mib(static_cast<double>(gp.max_rss_bytes)) + ")");
+  b.rep.add(Figure{.figure = "scale_peak_rss_trainer",
+                   .value = std::max(tp.trainer, ip.trainer),
+                   .unit = "bytes",
+                   .bound = bare.peak_rss_bytes,
+                   .bound_name = "bare_trainer_program",
+                   .kind = Kind::time,
+                   .params = mparams});
+  b.rep.add(Figure{.figure = "scale_peak_rss_server",
+                   .value = std::max(tp.server, ip.server),
+                   .unit = "bytes",
+                   .bound = server_need_bytes(part),
+                   .bound_name = "partition_files_plus_layer_outputs",
+                   .kind = Kind::time,
+                   .params = mparams});
+  b.rep.note("peak RSS: train run trainer " + mib(tp.trainer) + ", server " + mib(tp.server) +
+             "; infer run trainer " + mib(ip.trainer) + ", server " + mib(ip.server) +
+             "; partition " + mib(part.command.peak_rss_bytes) + " (gpmetis " +
+             mib(static_cast<double>(b.gp.max_rss_bytes)) + ")");
+}
+
+int run(int argc, char** argv) {
+  Reporter rep(argc, argv, "bench_scale");
+  const Args args = parse(argc, argv);
+  if (!fs::exists(args.cli))
+    throw std::runtime_error("no distgraph program at " + args.cli + " (give --cli PATH)");
+  const distgraph::bench::WorkDir work(args.keep, "distgraph-bench-scale");
+  const Paths paths(work.path, args.scale);
+
+  rep.note("generating R-MAT scale " + std::to_string(args.scale) + " and its dataset folder ...");
+  const json gen = generate_dataset(args, paths);
+  const auto n = gen["nodes"].get<std::int64_t>();
+  print_header(rep, args, paths, gen);
+
+  rep.note("running gpmetis ...");
+  const auto gp =
+      distgraph::bench::run_gpmetis(args.gpmetis, paths.metis_file, 2, paths.work / "gpmetis.log");
+  fs::remove(paths.metis_file);
+  fs::remove(paths.work / "graph.metis.part.2");
+  Bench b{.args = args,
+          .rep = rep,
+          .paths = paths,
+          .params = {{"scale", args.scale},
+                     {"edge_factor", args.edge_factor},
+                     {"n", n},
+                     {"m", gen["edges"].get<std::int64_t>()},
+                     {"feat_dim", feat_dim},
+                     {"parts", 2},
+                     {"trainers", 2}},
+          .gp = gp};
+
+  const PartitionRun part = measure_partition(b);
+  const CommandRun train = measure_epoch(b, part);
+  measure_infer(b, part, n);
+  measure_memory(b, part, train);
   return 0;
 }
 
