@@ -48,6 +48,14 @@ Graph typed_random_graph() {
                      std::move(types), BuildOptions{.num_threads = 1});
 }
 
+/// typed_random_graph, written in two partitions under `dir`.
+Graph partition_typed_graph(const TempDir& dir) {
+  Graph g = typed_random_graph();
+  partition_graph(g, "g", 2, dir.path(),
+                  {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  return g;
+}
+
 /// Partition `p` of a random homogeneous graph of 60 nodes and 300 edges in two
 /// partitions, written under `dir` by the first call.
 Partition random_partition(const TempDir& dir, int p) {
@@ -196,10 +204,8 @@ TEST_CASE("a partition site makes cached node-derived data again after the node 
 
 TEST_CASE("a partition site of a typed partition gives the edge type of every edge position",
           "[server]") {
-  const Graph g = typed_random_graph();
   TempDir dir;
-  partition_graph(g, "g", 2, dir.path(),
-                  {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  const Graph g = partition_typed_graph(dir);
   const auto& off = g.types.edge_offsets();
   for (int p = 0; p < 2; ++p) {
     const Partition part = load_partition(dir / "g.json", p);
@@ -214,6 +220,32 @@ TEST_CASE("a partition site of a typed partition gives the edge type of every ed
           std::upper_bound(off.begin(), off.end(), part.orig_eid[i]) - off.begin() - 1;
       REQUIRE(types[i] == want);
     }
+  }
+}
+
+TEST_CASE("a partition site gives typed node data at the local IDs of its type's nodes",
+          "[server]") {
+  TempDir dir;
+  partition_typed_graph(dir);
+  for (int p = 0; p < 2; ++p) {
+    const Partition part = load_partition(dir / "g.json", p);
+    // author/score of the partition's k-th author is k + 1 (authors are node type 1).
+    const auto authors = part.book.owned_nodes(PartId(p), NodeType(1));
+    REQUIRE(!authors.empty());
+    auto storage = std::make_shared<InMemoryStorage>();
+    put<float>(*storage, "node:author/score", static_cast<std::int64_t>(authors.size()), 1,
+               [](std::int64_t i) { return static_cast<float>(i + 1); });
+    Site site(part, part.book, storage);
+    const SiteValues<float> score = site.node_values<float>("author/score");
+    REQUIRE(score.size() == site.view().num_rows());
+    std::size_t k = 0;
+    for (std::int64_t v = 0; v < site.view().num_rows(); ++v) {
+      const bool author = k < authors.size() &&
+                          part.nid[static_cast<std::size_t>(v)] == authors[k] &&
+                          v < part.num_inner_nodes;
+      REQUIRE(score[v] == (author ? static_cast<float>(++k) : 0.0f));
+    }
+    CHECK(k == authors.size());
   }
 }
 
