@@ -39,8 +39,8 @@ done
 
 # The packages scripts/setup.sh installs, as trixie names them (Catch2 comes separately).
 packages=g++,cmake,ninja-build,make,pkg-config,git,ca-certificates,libboost-dev,\
-libboost-graph-dev,libmetis-dev,metis,nlohmann-json3-dev,libbenchmark-dev,libtorch-dev,\
-libgloo-dev,libopenblas0-pthread,python3-numpy
+libboost-graph-dev,libmetis-dev,metis,nlohmann-json3-dev,libcli11-dev,libbenchmark-dev,\
+libtorch-dev,libgloo-dev,libopenblas0-pthread,python3-numpy
 if [[ ! -x $root/usr/bin/g++ || ! -f $root/usr/include/torch/script.h ]]; then
   echo "check_libtorch2: making a Debian 13 chroot in $root (a few minutes)"
   debootstrap --variant=minbase --include="$packages" trixie "$root" "$mirror"
@@ -50,6 +50,13 @@ if [[ ! -f $root/opt/catch2/usr/lib/cmake/Catch2/Catch2Config.cmake ]]; then
   (cd "$deb_dir" && apt-get download catch2 >/dev/null)  # this machine's: Debian 12's v2
   mkdir -p "$root/opt/catch2"
   dpkg -x "$deb_dir"/catch2_*.deb "$root/opt/catch2"
+  rm -rf "$deb_dir"
+fi
+# A chroot made before the distgraph program used CLI11: its header-only package unpacked in.
+if [[ ! -d $root/usr/share/cmake/CLI11 && ! -d $root/usr/lib/cmake/CLI11 ]]; then
+  deb_dir=$(mktemp -d)
+  (cd "$deb_dir" && apt-get download libcli11-dev >/dev/null)
+  dpkg -x "$deb_dir"/libcli11-dev_*.deb "$root"
   rm -rf "$deb_dir"
 fi
 

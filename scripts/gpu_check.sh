@@ -22,8 +22,9 @@ deps=$root/.gpu-deps
 mode=${1:-run}
 
 # The Debian 12 packages the build needs beside libtorch: Boost's headers (Asio, Graph),
-# METIS, nlohmann_json, Catch2 v2, and gloo's headers for a libtorch that lacks them.
-packages=(libboost1.74-dev libmetis-dev libmetis5 nlohmann-json3-dev catch2 libgloo-dev)
+# METIS, nlohmann_json, CLI11 (the distgraph program's options), Catch2 v2, and gloo's headers
+# for a libtorch that lacks them.
+packages=(libboost1.74-dev libmetis-dev libmetis5 nlohmann-json3-dev libcli11-dev catch2 libgloo-dev)
 
 if [[ $mode == fetch ]]; then
   set -e

@@ -10,6 +10,7 @@ packages=(
   libmetis-dev metis
   nlohmann-json3-dev
   libssl-dev  # TLS 1.3 on the transport
+  libcli11-dev  # the distgraph program's options (tools/distgraph/cli.hpp), not the library
   catch2 libbenchmark-dev
   libtorch-dev libgloo-dev
   libopenblas0-pthread

@@ -1,5 +1,5 @@
-// The `distgraph` program run as users run it: info and partition, their JSON, exit codes
-// and one-line errors.
+// The `distgraph` program run as users run it: info and partition, their JSON, exit codes,
+// one-line errors and options from a --config file.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -140,11 +140,18 @@ void check_one_line_error(const RunResult& r, const std::string& flag) {
   CHECK(r.err.find(flag) != std::string::npos);
 }
 
+/// Writes `text` to `path` (an options file for --config).
+fs::path write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
 }  // namespace
 
-TEST_CASE("distgraph --version prints the version, the commit and the libraries it was built "
-          "with",
-          "[tools]") {
+TEST_CASE(
+    "distgraph --version prints the version, the commit and the libraries it was built "
+    "with",
+    "[tools]") {
   REQUIRE_CLI();
   const RunResult r = run_cli({"--version"});
   INFO(describe(r));
@@ -352,6 +359,125 @@ TEST_CASE("distgraph partition rejects bad arguments with exit 2 and one line na
   }
   // Nothing was written for any of them.
   CHECK(fs::is_empty(tmp.path()));
+}
+
+TEST_CASE("distgraph info keeps its one-line usage errors, word for word", "[tools]") {
+  REQUIRE_CLI();
+  const auto error_of = [](const std::vector<std::string>& args) {
+    const RunResult r = run_cli(args);
+    INFO(describe(r));
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  CHECK(error_of({"info", "--sbm-nodes"}) ==
+        "distgraph info: option '--sbm-nodes' needs a value\n");
+  CHECK(error_of({"info", "--json=1"}) == "distgraph info: flag '--json' takes no value\n");
+  CHECK(error_of({"info", "a", "b"}) == "distgraph info: unexpected argument 'b'\n");
+  CHECK(error_of({"info", "--bogus=3"}) ==
+        "distgraph info: unknown option '--bogus' (see --help)\n");
+  CHECK(error_of({"info", "--sbm-nodes=many"}) ==
+        "distgraph info: --sbm-nodes 'many' is not an integer\n");
+  CHECK(error_of({"info", "--sbm-nodes", "1"}) ==
+        "distgraph info: --sbm-nodes 1 out of range; expected [2, 4294967296]\n");
+}
+
+TEST_CASE("distgraph info takes --x=v, the last of a repeated option and lists --config",
+          "[tools]") {
+  REQUIRE_CLI();
+  const RunResult r = run_cli({"info", "--json", "--sbm-nodes", "99", "--sbm-nodes=1500"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["num_nodes"] == 1500);
+  const RunResult help = run_cli({"info", "--sbm-nodes", "7", "--help"});
+  INFO(describe(help));
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.rfind("usage: distgraph info", 0) == 0);
+  CHECK(help.out.find("  --sbm-nodes VALUE") != std::string::npos);
+  CHECK(help.out.find("  --json ") != std::string::npos);
+  CHECK(help.out.find("  --config FILE") != std::string::npos);
+}
+
+TEST_CASE("distgraph info --config reads options from a TOML file, the command line wins",
+          "[tools]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const std::string file = write_file(tmp / "info.toml",
+                                      "# the built-in graph, smaller\n"
+                                      "json = true\n"
+                                      "sbm-nodes = 1500\n"
+                                      "sbm-classes = \"5\"  # quoted or not\n")
+                               .string();
+  const RunResult r = run_cli({"info", "--config", file});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j;
+  REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
+  CHECK(j["num_nodes"] == 1500);
+  CHECK(j["num_classes"] == 5);
+  const RunResult over = run_cli({"info", "--sbm-nodes", "1200", "--config=" + file});
+  INFO(describe(over));
+  REQUIRE(over.exit_code == 0);
+  CHECK(nlohmann::json::parse(over.out)["num_nodes"] == 1200);
+  // A flag set to false is off: the table, not JSON.
+  write_file(tmp / "table.toml", "json = false\nsbm-nodes = 2000\n");
+  const RunResult table = run_cli({"info", "--config", (tmp / "table.toml").string()});
+  INFO(describe(table));
+  REQUIRE(table.exit_code == 0);
+  CHECK(table.out.find("nodes        2000\n") != std::string::npos);
+}
+
+TEST_CASE("distgraph partition --config writes the partitions the file asks for", "[tools]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const fs::path out = tmp / "parts";
+  const fs::path file = write_file(tmp / "run.toml",
+                                   "input = \"sbm\"\n"
+                                   "parts = 2\n"
+                                   "method = \"random\"\n"
+                                   "seed = 7\n"
+                                   "json = true\n"
+                                   "out = \"" +
+                                       out.string() + "\"\n");
+  const RunResult r = run_cli({"partition", "--config", file.string(), "--parts", "3"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j;
+  REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
+  CHECK(j["num_parts"] == 3);
+  CHECK(j["method"] == "random");
+  CHECK(fs::is_directory(out / "part2"));
+}
+
+TEST_CASE("distgraph partition --config with a bad file is one line naming the file", "[tools]") {
+  REQUIRE_CLI();
+  distgraph::test::TempDir tmp;
+  const std::string out = (tmp / "out").string();
+  const auto check_file = [&](const std::string& name, const std::string& text,
+                              const std::string& needle) {
+    const fs::path file = tmp / name;
+    if (!text.empty()) write_file(file, text);
+    const RunResult r =
+        run_cli({"partition", "--input", "sbm", "--config", file.string(), "--out", out});
+    check_one_line_error(r, file.string());
+    CHECK(r.err.find(needle) != std::string::npos);
+  };
+  SECTION("missing") { check_file("missing.toml", "", "cannot read the file"); }
+  SECTION("malformed") {
+    check_file("malformed.toml", "parts = 2\nthis is not toml\n", "'this is not toml'");
+  }
+  SECTION("unknown key") { check_file("unknown.toml", "bogus = 1\n", "unknown option 'bogus'"); }
+  SECTION("a section") { check_file("section.toml", "[partition]\nparts = 2\n", "[partition]"); }
+  SECTION("a flag neither true nor false") {
+    check_file("flag.toml", "json = maybe\n", "flag 'json' = 'maybe'");
+  }
+  SECTION("a bad value keeps the option's wording") {
+    const fs::path file = write_file(tmp / "parts.toml", "parts = 0\n");
+    check_one_line_error(
+        run_cli({"partition", "--input", "sbm", "--config", file.string(), "--out", out}),
+        "--parts 0 out of range");
+  }
+  CHECK_FALSE(fs::exists(out));
 }
 
 TEST_CASE("distgraph partition on a missing input folder exits 1 naming the path", "[tools]") {
