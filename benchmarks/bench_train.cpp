@@ -117,6 +117,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "distgraph/core/memory.hpp"
@@ -513,9 +514,12 @@ void epoch_standalone(Bench& bench) {
 
 /// The recipe's flags of `distgraph train` (`epochs` epochs, one JSON line each).
 std::vector<std::string> recipe_flags(const Args& a, std::int64_t epochs) {
-  return {"--epochs", std::to_string(epochs),     "--hidden", std::to_string(hidden),
-          "--fanouts", "10,25",                   "--batch-size", std::to_string(batch_size),
-          "--model",   a.model,                   "--device", a.device,
+  return {"--epochs",     std::to_string(epochs),
+          "--hidden",     std::to_string(hidden),
+          "--fanouts",    "10,25",
+          "--batch-size", std::to_string(batch_size),
+          "--model",      a.model,
+          "--device",     a.device,
           "--json"};
 }
 
@@ -551,8 +555,9 @@ struct DistRun {
 };
 DistRun run_dist(Bench& bench, const std::vector<std::string>& flags, const fs::path& config) {
   const fs::path run = bench.dataset_dir.parent_path() / "run";
-  std::vector<std::string> argv = {bench.args.cli,           "train", bench.dataset_dir.string(),
-                                   "--part-config",  config.string(), "--parts", "2"};
+  std::vector<std::string> argv = {
+      bench.args.cli, "train", bench.dataset_dir.string(), "--part-config", config.string(),
+      "--parts",      "2"};
   for (const auto& w : recipe_flags(bench.args, 1 + bench.args.epochs)) argv.push_back(w);
   argv.insert(argv.end(), {"--out", run.string()});
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -604,47 +609,91 @@ const std::vector<DistVariant> dist_variants = {
 /// 10 Gbit/s in bytes per second: the network model's link.
 constexpr double link_bytes_per_s = 10e9 / 8;
 
+/// What the dist figures are measured against, from prebuilt batches in this process:
+/// trainer 0's forward, backward and Adam steps (`bound`), and (CPU only) the work no
+/// schedule of the job avoids: every trainer making its batches (timed alone) and their
+/// compute side by side.
+struct DistBound {
+  double bound = 0, h2d = 0;
+  std::size_t num_batches = 0;
+  nlohmann::json sizes;
+  nlohmann::json work = nlohmann::json::array();
+  double make_all_s = 0, side_by_side_s = 0;
+};
+
+DistBound dist_bound(Bench& bench, const torch::Device& device, int threads, int trainers) {
+  DistBound b;
+  distgraph::StandaloneCluster<> cluster(bench.config);
+  const distgraph::StandaloneGraph g = cluster.graph();
+  const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
+  std::vector<std::vector<Prebuilt>> all;
+  for (std::int32_t r = 0; r < (device.is_cuda() ? 1 : trainers); ++r) {
+    double make_s = 0;
+    all.push_back(prebuilt_batches(g, train_all, r, trainers, &make_s));
+    auto& batches = all.back();
+    if (r == 0) {
+      b.num_batches = batches.size();
+      b.sizes = batch_sizes(batches);
+      if (device.is_cuda()) b.h2d = copy_to_device(batches, device);
+    }
+    const double compute =
+        forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim, bench.args.classes,
+                         threads, threads, bench.args.runs, device);
+    if (r == 0) b.bound = compute;
+    b.work.push_back({{"trainer", r}, {"make_batches_s", make_s}, {"compute_alone_s", compute}});
+    b.make_all_s += make_s;
+  }
+  if (!device.is_cuda())
+    b.side_by_side_s = side_by_side(bench_recipe(bench.args), all, bench.args.feat_dim,
+                                    bench.args.classes, bench.args.runs);
+  return b;
+}
+
+/// A variant's figures besides its epoch: its remote bytes against the plain run's, and
+/// its epoch on a 10 Gbit/s network (the epoch's own work plus each trainer's share of the
+/// bytes at link speed, nothing overlapped).
+void add_traffic_figures(Bench& bench, const std::string& base, const char* variant,
+                         const DistRun& r, double plain_bytes, const DistBound& b,
+                         const std::string& bound_name, int trainers) {
+  const auto [bytes, hit_rate] = mean_traffic(r.rows);
+  // Bytes: lower is better, so they are reported as a time-like figure against the plain
+  // run's (ratio = plain / this).
+  bench.rep.add(Figure{
+      .figure = "remote_bytes_per_epoch",
+      .value = bytes,
+      .unit = "B",
+      .bound = plain_bytes,
+      .bound_name = "plain_run_remote_bytes",
+      .kind = Kind::time,
+      .params = {
+          {"variant", variant}, {"cache_hit_rate", hit_rate}, {"summed_over_trainers", trainers}}});
+  const auto m = mean_row(r.rows);
+  const double modeled = m.compute_s + m.copy_s + m.sample_s + bytes / trainers / link_bytes_per_s;
+  bench.rep.add(Figure{.figure = base + "_10gbit",
+                       .value = modeled,
+                       .unit = "s",
+                       .bound = b.bound,
+                       .bound_name = bound_name,
+                       .kind = Kind::time,
+                       .params = {{"variant", variant},
+                                  {"model",
+                                   "compute_s + copy_s + sample_s + remote_bytes / "
+                                   "trainers / 1.25e9 B/s"},
+                                  {"compute_s", m.compute_s},
+                                  {"sample_s", m.sample_s},
+                                  {"remote_bytes_per_trainer", bytes / trainers}}});
+}
+
 void epoch_dist(Bench& bench) {
   // Trainer 0's batches, on the threads `distgraph train` gives a trainer.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / 2);
   constexpr int trainers = 2;
-  double bound = 0, h2d = 0;
-  std::size_t num_batches = 0;
-  nlohmann::json sizes;
   const torch::Device device = bench_device(bench.args);
-  // The work no schedule of the job avoids (CPU only): every trainer making its batches
-  // (timed alone, in this process) and their forward, backward and Adam steps side by side.
-  nlohmann::json work = nlohmann::json::array();
-  double make_all_s = 0, side_by_side_s = 0;
-  {
-    distgraph::StandaloneCluster<> cluster(bench.config);
-    const distgraph::StandaloneGraph g = cluster.graph();
-    const auto train_all = distgraph::detail::masked_nodes(g, "train_mask");
-    std::vector<std::vector<Prebuilt>> all;
-    for (std::int32_t r = 0; r < (device.is_cuda() ? 1 : trainers); ++r) {
-      double make_s = 0;
-      all.push_back(prebuilt_batches(g, train_all, r, trainers, &make_s));
-      auto& batches = all.back();
-      if (r == 0) {
-        num_batches = batches.size();
-        sizes = batch_sizes(batches);
-        if (device.is_cuda()) h2d = copy_to_device(batches, device);
-      }
-      const double compute =
-          forward_backward(bench_recipe(bench.args), batches, bench.args.feat_dim,
-                           bench.args.classes, threads, threads, bench.args.runs, device);
-      if (r == 0) bound = compute;
-      work.push_back({{"trainer", r}, {"make_batches_s", make_s}, {"compute_alone_s", compute}});
-      make_all_s += make_s;
-    }
-    if (!device.is_cuda())
-      side_by_side_s = side_by_side(bench_recipe(bench.args), all, bench.args.feat_dim,
-                                    bench.args.classes, bench.args.runs);
-  }
-  bench.rep.note("dist bound: trainer 0's " + std::to_string(num_batches) + " batches, " +
-                 std::to_string(bound) + " s on " + device.str() + ", " + std::to_string(threads) +
-                 " thread(s)");
+  const DistBound b = dist_bound(bench, device, threads, trainers);
+  bench.rep.note("dist bound: trainer 0's " + std::to_string(b.num_batches) + " batches, " +
+                 std::to_string(b.bound) + " s on " + device.str() + ", " +
+                 std::to_string(threads) + " thread(s)");
   const std::string bound_name =
       (device.is_cuda() ? "fwd+bwd_trainer0_batches_cuda_t" : "fwd+bwd_trainer0_batches_t") +
       std::to_string(threads);
@@ -670,61 +719,33 @@ void epoch_dist(Bench& bench) {
     params["feat_dtype"] = v.bf16 ? "bfloat16" : "float32";
     params["trainer_threads"] = threads;
     params["device"] = device.str();
-    if (device.is_cuda()) params["h2d_bound_s"] = h2d;
-    params["batch"] = sizes;
+    if (device.is_cuda()) params["h2d_bound_s"] = b.h2d;
+    params["batch"] = b.sizes;
     params["result"] = r.result;
     params["remote_bytes_per_epoch"] = bytes;
     params["cache_hit_rate"] = hit_rate;
-    add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, bound, bound_name, params);
+    add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, b.bound, bound_name,
+                     params);
     // A trainer per core or more, so that side_by_side's one thread each is what a trainer
     // gets (on more cores `distgraph train` gives each trainer cores / 2 threads).
     if (plain && !device.is_cuda() && cores <= trainers) {
       // The same epoch against the trainers' compute side by side plus their batches'
       // making spread over the cores: no epoch on this machine is shorter, whatever
       // overlaps.
-      const double cores_bound = side_by_side_s + make_all_s / cores;
-      params["work"] = work;
-      params["compute_side_by_side_s"] = side_by_side_s;
+      params["work"] = b.work;
+      params["compute_side_by_side_s"] = b.side_by_side_s;
       params["cores"] = cores;
       bench.rep.add(
           Figure{.figure = base + "_cores",
                  .value = mean_row(r.rows).epoch_s,
                  .unit = "s",
-                 .bound = cores_bound,
+                 .bound = b.side_by_side_s + b.make_all_s / cores,
                  .bound_name = "all_trainers_work_over_" + std::to_string(cores) + "_cores",
                  .kind = Kind::time,
                  .params = params});
     }
     if (!bench.args.variants) return;
-    // Bytes: lower is better, so they are reported as a time-like figure against the plain
-    // run's (ratio = plain / this).
-    bench.rep.add(Figure{.figure = "remote_bytes_per_epoch",
-                         .value = bytes,
-                         .unit = "B",
-                         .bound = plain_bytes,
-                         .bound_name = "plain_run_remote_bytes",
-                         .kind = Kind::time,
-                         .params = {{"variant", v.name},
-                                    {"cache_hit_rate", hit_rate},
-                                    {"summed_over_trainers", trainers}}});
-    // A network slower than loopback: the epoch's own work (compute and sampling) plus each
-    // trainer's share of the remote bytes at 10 Gbit/s, nothing overlapped.
-    const auto m = mean_row(r.rows);
-    const double modeled =
-        m.compute_s + m.copy_s + m.sample_s + bytes / trainers / link_bytes_per_s;
-    bench.rep.add(Figure{.figure = base + "_10gbit",
-                         .value = modeled,
-                         .unit = "s",
-                         .bound = bound,
-                         .bound_name = bound_name,
-                         .kind = Kind::time,
-                         .params = {{"variant", v.name},
-                                    {"model",
-                                     "compute_s + copy_s + sample_s + remote_bytes / "
-                                     "trainers / 1.25e9 B/s"},
-                                    {"compute_s", m.compute_s},
-                                    {"sample_s", m.sample_s},
-                                    {"remote_bytes_per_trainer", bytes / trainers}}});
+    add_traffic_figures(bench, base, v.name, r, plain_bytes, b, bound_name, trainers);
   }
 }
 
@@ -838,9 +859,8 @@ std::string place_on(const Bench& bench, const Testbed& tb, const fs::path& conf
                      "\"$1\"/ip_config.txt",
                      "sh", ws, config.parent_path().string(), ip});
   const std::string there = ws + "/" + config.filename().string();
-  tb.run_checked(1, {bench.args.cli, "copy", "--ip-config", ws + "/ip_config.txt",
-                     "--part-config", there, "--workspace", ws, "--ssh", tb.ssh(), "--rsync",
-                     tb.rsync()});
+  tb.run_checked(1, {bench.args.cli, "copy", "--ip-config", ws + "/ip_config.txt", "--part-config",
+                     there, "--workspace", ws, "--ssh", tb.ssh(), "--rsync", tb.rsync()});
   return there;
 }
 
@@ -861,8 +881,8 @@ TestbedRun launch_on(const Bench& bench, const Testbed& tb, const std::string& w
                      const std::vector<std::string>& flags, const std::string& out,
                      const std::function<void(const distgraph::EpochRow&)>& on_epoch = {},
                      bool secret = false) {
-  std::vector<std::string> argv{bench.args.cli, "launch",      "--ip-config", ws + "/ip_config.txt",
-                                "--part-config", config,       "--ssh",       tb.ssh(),
+  std::vector<std::string> argv{bench.args.cli,  "launch", "--ip-config", ws + "/ip_config.txt",
+                                "--part-config", config,   "--ssh",       tb.ssh(),
                                 "--workspace",   ws};
   if (secret) {
     const fs::path file = fs::temp_directory_path() / "distgraph-bench-testbed-secret";
@@ -907,8 +927,7 @@ double testbed_bound(const Bench& bench, const fs::path& config, int parts, nloh
 std::vector<DistVariant> testbed_variants(const Args& a) {
   std::vector<DistVariant> out;
   for (const DistVariant& v : dist_variants) {
-    if (std::string(v.name) == "labor" || (!a.variants && std::string(v.name) != "plain"))
-      continue;
+    if (std::string(v.name) == "labor" || (!a.variants && std::string(v.name) != "plain")) continue;
     out.push_back(v);
     // Beside plain, the same through TLS: what encryption costs an epoch.
     if (std::string(v.name) == "plain") out.push_back({"tls", v.flags, false, true});
@@ -1052,37 +1071,24 @@ void print_shares(const Bench& bench) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
-  distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
-  // The runs choose TLS by their flags (plain: --no-tls; tls: the default), so an inherited
-  // DISTGRAPH_NO_TLS=1 must not turn the tls variant into another plain run.
-  if (std::getenv("DISTGRAPH_NO_TLS") != nullptr) {
-    bench.rep.note("DISTGRAPH_NO_TLS is set; ignored (each run's flags decide TLS)");
-    ::unsetenv("DISTGRAPH_NO_TLS");
-  }
-  Args& args = bench.args;
-  if (args.model != "sage" && args.model != "gcn" && args.model != "gat") {
-    std::fprintf(stderr, "bench_train: --model %s; expected sage, gcn or gat\n",
-                 args.model.c_str());
-    return 2;
-  }
-  if (args.device != "cpu" && args.device != "cuda") {
-    std::fprintf(stderr, "bench_train: --device %s; expected cpu or cuda\n", args.device.c_str());
-    return 2;
-  }
-  if (args.device == "cuda" && !torch::cuda::is_available()) {
-    std::fprintf(stderr,
-                 "bench_train: --device cuda: no CUDA device here (or a libtorch "
-                 "built without CUDA)\n");
-    return 2;
-  }
+/// Why `args` cannot run (a one-line message), or "" when they can.
+std::string invalid_args(const Args& args) {
+  if (args.model != "sage" && args.model != "gcn" && args.model != "gat")
+    return "--model " + args.model + "; expected sage, gcn or gat";
+  if (args.device != "cpu" && args.device != "cuda")
+    return "--device " + args.device + "; expected cpu or cuda";
+  if (args.device == "cuda" && !torch::cuda::is_available())
+    return "--device cuda: no CUDA device here (or a libtorch built without CUDA)";
+  return "";
+}
+
+using FigureList = std::vector<std::pair<std::string, std::function<void(Bench&)>>>;
+
+/// The figures `args` ask for (--device, --testbed), or a one-line reason why none can run.
+std::variant<FigureList, std::string> figures_of(Args& args) {
   const std::string standalone_name = on_device(args, args.model + "_epoch_standalone"),
                     dist_name = on_device(args, args.model + "_epoch_dist");
-  std::vector<std::pair<std::string, std::function<void(Bench&)>>> figures = {
-      {standalone_name, epoch_standalone},
-      {dist_name, epoch_dist},
-  };
+  FigureList figures = {{standalone_name, epoch_standalone}, {dist_name, epoch_dist}};
   // On the GPU: the two epoch figures, plain (the fetch-less variants are about the CPU
   // cluster's network; LABOR's input nodes and a trace's cost do not depend on the device).
   if (args.device == "cuda") {
@@ -1097,59 +1103,56 @@ int main(int argc, char** argv) {
     if (hosts.empty() || std::any_of(hosts.begin(), hosts.end(), [](const std::string& h) {
           return h.find_first_not_of("0123456789") != std::string::npos || std::stoi(h) < 2 ||
                  std::stoi(h) > 16;
-        })) {
-      std::fprintf(stderr, "bench_train: --testbed %s; expected host counts 2-16, e.g. 2,4\n",
-                   args.testbed.c_str());
-      return 2;
-    }
-    if (args.device != "cpu") {
-      std::fprintf(stderr, "bench_train: --testbed measures CPU trainers (drop --device)\n");
-      return 2;
-    }
-    if (const std::string why = Testbed::unavailable(); !why.empty()) {
-      std::fprintf(stderr, "bench_train: --testbed: %s\n", why.c_str());
-      return 2;
-    }
+        }))
+      return "--testbed " + args.testbed + "; expected host counts 2-16, e.g. 2,4";
+    if (args.device != "cpu") return "--testbed measures CPU trainers (drop --device)";
+    if (const std::string why = Testbed::unavailable(); !why.empty()) return "--testbed: " + why;
     figures = {{"testbed_epoch", testbed_epochs}, {"testbed_resume_s", testbed_resume}};
   }
   if (!args.figure.empty() && std::none_of(figures.begin(), figures.end(),
-                                           [&](const auto& f) { return f.first == args.figure; })) {
-    std::fprintf(stderr, "bench_train: no figure named %s\n", args.figure.c_str());
-    return 2;
-  }
+                                           [&](const auto& f) { return f.first == args.figure; }))
+    return "no figure named " + args.figure;
   if ((args.figure.empty() || args.figure.rfind(dist_name, 0) == 0 || !args.testbed.empty()) &&
-      !fs::exists(args.cli)) {
-    std::fprintf(stderr, "bench_train: no distgraph program at %s (give --cli PATH)\n",
-                 args.cli.c_str());
-    return 2;
-  }
+      !fs::exists(args.cli))
+    return "no distgraph program at " + args.cli + " (give --cli PATH)";
+  return figures;
+}
 
-  const distgraph::bench::WorkDir tmp(args.keep, "distgraph-bench-train");
-  bench.rep.note("generating the R-MAT dataset ...");
+/// The R-MAT dataset written under `dir` and, off the testbed, its METIS partitions (and
+/// their bfloat16 twin for the variants) in bench's config paths; returns the seconds the
+/// dataset and the partitions took.
+std::pair<double, double> prepare_data(Bench& bench, const distgraph::Dataset& data,
+                                       const fs::path& dir) {
+  const Args& args = bench.args;
   distgraph::Stopwatch clock;
-  const distgraph::Dataset data = make_dataset(args);
-  bench.dataset_dir = tmp.path / data.name;
+  bench.dataset_dir = dir / data.name;
   distgraph::write_dataset(bench.dataset_dir, data);
   const double build_s = clock.seconds();
   bench.data = &data;
   clock.reset();
   if (args.testbed.empty()) {
     bench.rep.note("partitioning in 2 (METIS) ...");
-    distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition",
+    distgraph::partition_dataset(data, data.name, 2, dir / "partition",
                                  {.method = distgraph::PartMethod::metis, .seed = 0});
-    bench.config = tmp.path / "partition" / (data.name + ".json");
+    bench.config = dir / "partition" / (data.name + ".json");
   }
+  const std::string dist_name = on_device(args, args.model + "_epoch_dist");
   if (args.testbed.empty() && args.variants != 0 &&
       (args.figure.empty() || args.figure == dist_name)) {
-    distgraph::partition_dataset(data, data.name, 2, tmp.path / "partition-bf16",
+    distgraph::partition_dataset(data, data.name, 2, dir / "partition-bf16",
                                  {.method = distgraph::PartMethod::metis,
                                   .feat_dtype = distgraph::DType::bfloat16,
                                   .seed = 0});
-    bench.config_bf16 = tmp.path / "partition-bf16" / (data.name + ".json");
+    bench.config_bf16 = dir / "partition-bf16" / (data.name + ".json");
   }
-  const double partition_s = clock.seconds();
   bench.num_train = data.num_train();
+  return {build_s, clock.seconds()};
+}
 
+/// The report's header and every figure's common params.
+void describe_run(Bench& bench, const distgraph::Dataset& data, double build_s,
+                  double partition_s) {
+  const Args& args = bench.args;
   const std::string blas = mapped_blas();
   const std::string fan =
       "[" + std::to_string(fanouts[0]) + ", " + std::to_string(fanouts[1]) + "]";
@@ -1191,9 +1194,31 @@ int main(int argc, char** argv) {
                   {"parts", 2},
                   {"bound_epoch", bound_epoch},
                   {"blas", blas}};
+}
+
+int main(int argc, char** argv) {
+  Bench bench{.args = parse(argc, argv), .rep = Reporter(argc, argv, "bench_train")};
+  distgraph::retain_freed_memory();  // as `distgraph train` does, for the standalone figure
+  // The runs choose TLS by their flags (plain: --no-tls; tls: the default), so an inherited
+  // DISTGRAPH_NO_TLS=1 must not turn the tls variant into another plain run.
+  if (std::getenv("DISTGRAPH_NO_TLS") != nullptr) {
+    bench.rep.note("DISTGRAPH_NO_TLS is set; ignored (each run's flags decide TLS)");
+    ::unsetenv("DISTGRAPH_NO_TLS");
+  }
+  std::string why = invalid_args(bench.args);
+  const auto figures = why.empty() ? figures_of(bench.args) : why;
+  if (const auto* reason = std::get_if<std::string>(&figures)) {
+    std::fprintf(stderr, "bench_train: %s\n", reason->c_str());
+    return 2;
+  }
+  const distgraph::bench::WorkDir tmp(bench.args.keep, "distgraph-bench-train");
+  bench.rep.note("generating the R-MAT dataset ...");
+  const distgraph::Dataset data = make_dataset(bench.args);
+  const auto [build_s, partition_s] = prepare_data(bench, data, tmp.path);
+  describe_run(bench, data, build_s, partition_s);
   try {
-    for (const auto& [name, run] : figures)
-      if (args.figure.empty() || args.figure == name) run(bench);
+    for (const auto& [name, run] : std::get<FigureList>(figures))
+      if (bench.args.figure.empty() || bench.args.figure == name) run(bench);
   } catch (const std::exception& e) {  // return, so that the temporary folder goes
     std::fprintf(stderr, "bench_train: %s\n", e.what());
     return 1;
