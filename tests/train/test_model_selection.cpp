@@ -113,20 +113,42 @@ TEST_CASE("a resumed run selects the same epoch, also one from before the resume
   CHECK(resumed.test == whole.test);
 }
 
+TEST_CASE("a best.pt that holds another epoch than the checkpoint's best is not taken for it",
+          "[train][selection]") {
+  Setup s;
+  TempDir out;
+  const auto whole = s.run(out / "whole", s.o.epochs);
+  const std::int64_t best = whole.extra["best_epoch"].get<std::int64_t>();
+  REQUIRE(best >= 1);
+  REQUIRE(best + 2 < s.o.epochs);
+  // A run stopped before the best epoch has another best; its best.pt stands for the one a
+  // crash leaves when best.pt was written and checkpoint.pt not yet.
+  const auto before = s.run(out / "before", best);
+  REQUIRE(before.extra["best_epoch"].get<std::int64_t>() != best);
+  s.run(out / "split", best + 2);
+  std::filesystem::copy_file(out / "before" / "best.pt", out / "split" / "best.pt",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto resumed = s.run(out / "split", s.o.epochs, true);
+  // No later epoch beats the best, whose model is gone: the last epoch is reported.
+  CHECK(resumed.extra["best_epoch"].get<std::int64_t>() == s.o.epochs - 1);
+  CHECK(resumed.val == resumed.rows.back().val_metric);
+}
+
 TEST_CASE("the default patience is 100 optimizer steps' worth of epochs, at least 50",
           "[train][selection]") {
-  CHECK(resolve_patience(-1, 1) == 100);   // one batch an epoch: 100 epochs
-  CHECK(resolve_patience(-1, 3) == 50);    // 34 rounded up, then the floor
-  CHECK(resolve_patience(-1, 6) == 50);    // Tolokers' 5,879 training nodes in batches of 1000
-  CHECK(resolve_patience(-1, 1000) == 50); // a large graph: no fewer than 50 epochs
-  CHECK(resolve_patience(-1, 0) == 100);   // an empty share still agrees with the others
-  CHECK(resolve_patience(0, 7) == 0);      // never
+  CHECK(resolve_patience(-1, 1) == 100);    // one batch an epoch: 100 epochs
+  CHECK(resolve_patience(-1, 3) == 50);     // 34 rounded up, then the floor
+  CHECK(resolve_patience(-1, 6) == 50);     // Tolokers' 5,879 training nodes in batches of 1000
+  CHECK(resolve_patience(-1, 1000) == 50);  // a large graph: no fewer than 50 epochs
+  CHECK(resolve_patience(-1, 0) == 100);    // an empty share still agrees with the others
+  CHECK(resolve_patience(0, 7) == 0);       // never
   CHECK(resolve_patience(5, 7) == 5);
 }
 
-TEST_CASE("early stopping ends the run `patience` epochs after its best validation epoch, "
-          "resumed or not",
-          "[train][selection]") {
+TEST_CASE(
+    "early stopping ends the run `patience` epochs after its best validation epoch, "
+    "resumed or not",
+    "[train][selection]") {
   Setup s;
   TempDir out;
   s.o.patience = 0;  // the reference: every epoch
@@ -164,9 +186,10 @@ TEST_CASE("early stopping ends the run `patience` epochs after its best validati
   CHECK(again.test == early.test);
 }
 
-TEST_CASE("full evaluation (layer-wise inference) equals evaluation over full-neighbourhood "
-          "blocks",
-          "[train][selection][eval]") {
+TEST_CASE(
+    "full evaluation (layer-wise inference) equals evaluation over full-neighbourhood "
+    "blocks",
+    "[train][selection][eval]") {
   Setup s;
   TempDir out;
   s.o.epochs = 4;
@@ -188,9 +211,10 @@ TEST_CASE("full evaluation (layer-wise inference) equals evaluation over full-ne
   CHECK(full.extra["best_epoch"] == blocks.extra["best_epoch"]);
 }
 
-TEST_CASE("eval_every K validates after every K-th epoch and the last, and only those are "
-          "selected",
-          "[train][selection][eval]") {
+TEST_CASE(
+    "eval_every K validates after every K-th epoch and the last, and only those are "
+    "selected",
+    "[train][selection][eval]") {
   Setup s;
   TempDir out;
   s.o.eval_every = 5;

@@ -351,6 +351,7 @@ inline LinkPredictionOptions link_recipe_from(const Args& a,
   lp.hidden = plain.hidden;
   lp.fanouts = plain.fanouts;
   lp.batch_size = plain.batch_size;
+  lp.eval_batch_size = plain.batch_size;  // validation and test pairs batch as training's
   lp.num_negatives = a.get_int("negatives", lp.num_negatives, 1, 1000);
   lp.lr = plain.lr;
   lp.weight_decay = a.get_double("weight-decay", lp.weight_decay, 0, 100);

@@ -11,9 +11,11 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,7 +56,7 @@ struct NoLearnedRows {
   void committed() {}
   void restore(const nlohmann::json&, const std::string&, std::int32_t) {}
   void adopt_stale(const std::filesystem::path&) {}
-  bool save_best() { return true; }
+  bool save_best(std::int64_t, bool) { return true; }
   bool best_saved(CollectiveGroup*, std::chrono::milliseconds) const { return true; }
   void restore_best(std::int32_t) {}
   void finish(bool) {}
@@ -164,8 +166,9 @@ BestEpoch start_run(TrainerT& trainer, Learned& learned, const RecipeOptions& o,
 }
 
 /// After validating epoch `e`: a better metric than the best so far makes `e` the best
-/// epoch, its state kept in memory, in best.pt (rank 0, before checkpoint.pt names it: a
-/// crash in between leaves the previous pair intact) and its learned rows on the servers.
+/// epoch, its state kept in memory, in best.pt (rank 0) and its learned rows on the
+/// servers under a tag of their own. best.pt is written over before checkpoint.pt names
+/// the new best epoch: select_best checks that the two agree.
 template <class TrainerT, class Learned>
 void keep_if_best(TrainerT& trainer, Learned& learned, const RecipeOptions& o,
                   const EpochLoopSetup& s, std::int64_t e, double val, BestEpoch& best) {
@@ -176,7 +179,7 @@ void keep_if_best(TrainerT& trainer, Learned& learned, const RecipeOptions& o,
                                 {{"run", s.identity}, {"epochs_done", e + 1}, {"best_epoch", e}});
   if (s.rank != 0) return;
   if (!o.out.empty()) write_checkpoint_file(o.out / "best.pt", best.bytes);
-  learned.save_best();
+  learned.save_best(e, /*named=*/!o.out.empty());
 }
 
 /// The run's model becomes the best epoch's, unless it is the one trained last or the
@@ -186,13 +189,24 @@ bool select_best(TrainerT& trainer, Learned& learned, const RecipeOptions& o,
                  const EpochLoopSetup& s, const BestEpoch& best, std::int64_t last) {
   if (best.epoch < 0 || best.epoch == last) return false;
   if (!learned.best_saved(trainer.group(), trainer.collective_timeout())) return false;
-  if (best.bytes.empty())  // from before a resume: rank 0's best.pt, sent to every trainer
-    read_checkpoint_for(o.out / "best.pt", s.identity, s.rank, trainer.group(),
-                        trainer.collective_timeout())
-        .load(*trainer.model(), trainer.optimizer());
-  else
+  if (best.bytes.empty()) {  // from before a resume: rank 0's best.pt, sent to every trainer
+    CheckpointReader file = read_checkpoint_for(o.out / "best.pt", s.identity, s.rank,
+                                                trainer.group(), trainer.collective_timeout());
+    // A run that stopped between writing best.pt and the checkpoint naming it left a later
+    // epoch's model there: the best epoch's is gone, so the last one is the model.
+    if (file.meta().value("best_epoch", std::int64_t{-1}) != best.epoch) {
+      if (s.rank == 0)
+        std::fprintf(stderr,
+                     "warning: %s holds another epoch than the best (%lld); the run reports "
+                     "its last epoch's model\n",
+                     (o.out / "best.pt").c_str(), static_cast<long long>(best.epoch));
+      return false;
+    }
+    file.load(*trainer.model(), trainer.optimizer());
+  } else {
     CheckpointReader(best.bytes, "best epoch " + std::to_string(best.epoch))
         .load(*trainer.model(), trainer.optimizer());
+  }
   learned.restore_best(s.rank);
   return true;
 }
@@ -241,8 +255,11 @@ requires std::invocable<TrainEpoch&, std::int64_t, Metric> &&
     EvalResult v = none;
     v.metric = out.metric;
     if ((e + 1) % o.eval_every == 0 || e + 1 == o.epochs) {
-      trace::Span span("validate");
-      span.arg("epoch", e);
+      std::optional<trace::Span> span;
+      if (select) {
+        span.emplace("validate");
+        span->arg("epoch", e);
+      }
       v = validate(e, out.metric);
       out.val = v.value;
     }

@@ -387,12 +387,17 @@ RunResult train_hetero_node_classification(const Graph& g, const HeteroNodeClass
   };
   detail::EmbeddingCheckpoints<DistEmbedding<Client>> learned_rows(learned);
   const EpochLoopSetup setup{
-      .identity = detail::run_identity("hetero_node_classification", g, res.feat_dim, o.seed,
-                                       {{"model", o.model},
-                                        {"target_ntype", o.target_ntype},
-                                        {"num_layers", mo.num_layers},
-                                        {"hidden", o.hidden},
-                                        {"num_classes", res.num_classes}}),
+      .identity = detail::run_identity(
+          "hetero_node_classification", g, res.feat_dim, o.seed,
+          {{"model", o.model},
+           {"target_ntype", o.target_ntype},
+           {"num_layers", mo.num_layers},
+           {"hidden", o.hidden},
+           {"num_classes", res.num_classes},
+           {"embedding_dim", o.embedding_dim},
+           {"num_bases", o.num_bases},
+           {"combine", o.combine == HeteroModelOptions::Combine::sum ? "sum" : "mean"},
+           {"relation_fanouts", o.relation_fanouts}}),
       .rank = rank,
       .num_val = static_cast<std::int64_t>(val_all.size()),
       .batches_per_epoch = train_loader.num_batches(),

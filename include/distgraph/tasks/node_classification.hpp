@@ -556,7 +556,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
   res.metric = run.metric;
   res.val = run.val;
   {
-    trace::Span span("test");
+    std::optional<trace::Span> span;
+    if (sets.num_test > 0) span.emplace("test");
     res.test =
         evaluate(sets.test_share, test_loader, sets.num_test, true, o.epochs, run.metric).value;
   }

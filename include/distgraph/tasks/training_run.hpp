@@ -98,6 +98,7 @@ class EmbeddingCheckpoints {
  public:
   static constexpr const char* meta_key = "embedding_checkpoint";
   static constexpr const char* best_key = "embedding_best";
+  static constexpr const char* best_ok_key = "embedding_best_kept";
 
   explicit EmbeddingCheckpoints(std::vector<Embedding> embeddings) : embs_(std::move(embeddings)) {
     std::random_device rd;
@@ -109,20 +110,21 @@ class EmbeddingCheckpoints {
   bool empty() const noexcept { return embs_.empty(); }
 
   /// Saves under a tag for `epochs_done`; returns the meta naming it and the best epoch's
-  /// tag ({} without an embedding).
+  /// rows ({} without an embedding).
   nlohmann::json save(std::int64_t epochs_done) {
     if (empty()) return nlohmann::json::object();
     next_ = "run-" + token_ + "-epoch-" + std::to_string(epochs_done);
     save_tag(next_);
-    nlohmann::json meta = {{meta_key, next_}};
+    nlohmann::json meta = {{meta_key, next_}, {best_ok_key, best_ok_}};
     if (!best_.empty()) meta[best_key] = best_;
     return meta;
   }
-  /// checkpoint.pt now names the latest save: the one before it can go.
+  /// checkpoint.pt now names the latest save: the one before it can go, and so can best
+  /// rows it no longer names and an earlier run's that this one wrote over.
   void committed() {
     if (!prev_.empty() && prev_ != next_) remove_quietly(prev_);
     prev_ = next_;
-    if (!retired_best_.empty()) remove_quietly(std::exchange(retired_best_, std::string()));
+    remove_retired();
   }
   /// A resumed run, collective: rank 0 loads what `meta` names (CheckpointError when it
   /// names nothing though this run learns embeddings) while the others wait.
@@ -136,6 +138,7 @@ class EmbeddingCheckpoints {
       load_tag(tag);
       prev_ = tag;
       best_ = meta.value(best_key, std::string());
+      best_ok_ = meta.value(best_ok_key, true);
     }
     barrier("distgraph:resume " + names().front());
   }
@@ -147,26 +150,32 @@ class EmbeddingCheckpoints {
       const auto meta =
           CheckpointReader(read_checkpoint_file(checkpoint), checkpoint.string()).meta();
       prev_ = meta.value(meta_key, std::string());
-      stale_best_ = meta.value(best_key, std::string());
+      if (const auto best = meta.value(best_key, std::string()); !best.empty())
+        retired_.push_back(best);
     } catch (const std::exception&) {
       // unreadable: nothing to clean up after
     }
   }
 
-  /// A new best epoch: its rows under this run's best tag. False, with a warning the
-  /// first time, where the servers cannot save (they have no checkpoint folder): the run
-  /// then reports its last epoch's model (best_saved agrees on it).
-  bool save_best() {
+  /// Best epoch `epoch`: its rows under a tag of their own (the previous best's stay
+  /// until checkpoint.pt no longer names them: a crash in between leaves the pair it names
+  /// intact). False, with a warning the first time, where the servers cannot save (they
+  /// have no checkpoint folder): the run then reports its last epoch (best_saved), and so
+  /// does a resume of it (the checkpoint records it).
+  /// Without a checkpoint (`named` false) nothing names the previous best's rows: they go
+  /// at once.
+  bool save_best(std::int64_t epoch, bool named) {
     if (empty()) return true;
     if (!best_ok_) return false;
     try {
-      const std::string tag = "run-" + token_ + "-best";
+      const std::string tag = "run-" + token_ + "-best-" + std::to_string(epoch);
       save_tag(tag);
-      // A resumed run's inherited best goes once checkpoint.pt names this one.
-      if (!best_.empty() && best_ != tag) retired_best_ = best_;
+      if (!best_.empty()) retired_.push_back(best_);
       best_ = tag;
+      if (!named) remove_retired();
     } catch (const std::exception& e) {
       best_ok_ = false;
+      if (!best_.empty()) retired_.push_back(std::exchange(best_, std::string()));
       std::fprintf(stderr,
                    "warning: the servers could not keep the best epoch's learned rows (%s); "
                    "the run reports its last epoch's model\n",
@@ -174,25 +183,24 @@ class EmbeddingCheckpoints {
     }
     return best_ok_;
   }
-  /// Collective: whether rank 0 kept every best epoch's rows (true without embeddings).
+  /// Collective: whether rank 0 holds the best epoch's rows (true without embeddings).
   bool best_saved(CollectiveGroup* group, std::chrono::milliseconds timeout) const {
     if (empty()) return true;
-    std::int64_t ok = best_ok_ ? 1 : 0;
+    std::int64_t ok = best_ok_ && !best_.empty() ? 1 : 0;
     if (group != nullptr) ok = all_reduce_min_max(*group, ok, timeout).first;
     return ok == 1;
   }
   /// Collective: rank 0 loads the best epoch's rows back while the others wait.
   void restore_best(std::int32_t rank) {
     if (empty()) return;
-    if (rank == 0 && !best_.empty()) load_tag(best_);
+    if (rank == 0) load_tag(best_);
     barrier("distgraph:best rows " + names().front());
   }
-  /// The run is over: the best rows of an earlier run this one wrote over go, and this
-  /// run's too unless `keep_best` (checkpoint.pt names them, for a resume).
+  /// The run is over: retired best rows go, and this run's too unless `keep_best`
+  /// (checkpoint.pt names them, for a resume).
   void finish(bool keep_best) {
-    if (!keep_best && !best_.empty()) remove_quietly(std::exchange(best_, std::string()));
-    if (!stale_best_.empty() && stale_best_ != best_) remove_quietly(stale_best_);
-    stale_best_.clear();
+    if (!keep_best && !best_.empty()) retired_.push_back(std::exchange(best_, std::string()));
+    remove_retired();
   }
 
  private:
@@ -215,8 +223,15 @@ class EmbeddingCheckpoints {
     }
   }
 
+  void remove_retired() {
+    for (const auto& tag : retired_)
+      if (tag != best_) remove_quietly(tag);
+    retired_.clear();
+  }
+
   std::vector<Embedding> embs_;
-  std::string token_, next_, prev_, best_, stale_best_, retired_best_;
+  std::string token_, next_, prev_, best_;
+  std::vector<std::string> retired_;  ///< best rows nothing will name once committed
   bool best_ok_ = true;
 };
 
