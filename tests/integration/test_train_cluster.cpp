@@ -414,12 +414,24 @@ TEST_CASE("a run resumed from its checkpoint repeats the uninterrupted run's los
 }
 
 namespace {
-/// The checkpoint tags the servers of run `out` keep (hidden staging folders aside).
-std::vector<fs::path> saved_tags(const fs::path& out) {
-  std::vector<fs::path> tags;
-  for (const auto& e : fs::directory_iterator(out / "server-checkpoints"))
-    if (e.path().filename().string().front() != '.') tags.push_back(e.path());
-  return tags;
+/// The checkpoint tags the servers of run `out` keep (hidden staging folders aside): the
+/// latest epoch's, and the best epoch's rows (model selection; a resume may need them).
+/// Checks that there are no others and returns the latest epoch's.
+fs::path saved_tags(const fs::path& out) {
+  const auto result = read_json(out / "result.json");
+  const auto best = result["best_epoch"].get<std::int64_t>();
+  const auto last = result["epochs"].get<std::int64_t>() - 1;  // for the message
+  std::vector<fs::path> epoch_tags, best_tags;
+  for (const auto& e : fs::directory_iterator(out / "server-checkpoints")) {
+    const std::string name = e.path().filename().string();
+    if (name.front() == '.') continue;
+    (name.find("-best-") != std::string::npos ? best_tags : epoch_tags).push_back(e.path());
+  }
+  INFO("best epoch " << best << " of " << last + 1);
+  REQUIRE(epoch_tags.size() == 1);
+  REQUIRE(best_tags.size() == 1);
+  CHECK_THAT(best_tags[0].filename().string(), Catch::EndsWith("-best-" + std::to_string(best)));
+  return epoch_tags[0];
 }
 }  // namespace
 
@@ -456,13 +468,13 @@ TEST_CASE("learned node embeddings replace features, on the servers, which save 
   CHECK(epochs == 50);
   // Each server saved its own rows: one tag (the latest epoch's), one folder per
   // partition, the rows and SparseAdam's state in it; older epochs' tags are gone.
-  const auto tags = saved_tags(dist);
-  REQUIRE(tags.size() == 1);
-  CHECK_THAT(tags[0].filename().string(), Catch::EndsWith("-epoch-50"));
+  // The best epoch's rows are kept too, under a tag of their own.
+  const fs::path tag = saved_tags(dist);
+  CHECK_THAT(tag.filename().string(), Catch::EndsWith("-epoch-50"));
   for (const char* part : {"part-0", "part-1"})
     for (const char* file : {"meta.json", "node_emb.npy", "node_emb%2Eadam_m.npy",
                              "node_emb%2Eadam_v.npy", "node_emb%2Eadam_t.npy"})
-      CHECK(fs::exists(tags[0] / part / file));
+      CHECK(fs::exists(tag / part / file));
 }
 
 TEST_CASE("a run with learned embeddings resumes exactly from the servers' saves",
@@ -484,9 +496,8 @@ TEST_CASE("a run with learned embeddings resumes exactly from the servers' saves
     for (std::size_t e = 0; e < 2; ++e)
       CHECK(b[e]["loss"].get<double>() == a[e + 2]["loss"].get<double>());
     CHECK(b[2]["test"].get<double>() == a[4]["test"].get<double>());
-    const auto tags = saved_tags(tmp.path() / "split");
-    REQUIRE(tags.size() == 1);  // epoch 2's save went once epoch 4's was in place
-    CHECK_THAT(tags[0].filename().string(), Catch::EndsWith("-epoch-4"));
+    // Epoch 2's save went once epoch 4's was in place.
+    CHECK_THAT(saved_tags(tmp.path() / "split").filename().string(), Catch::EndsWith("-epoch-4"));
     // A checkpoint without embeddings does not resume a run with them.
     check_one_line_error(train({"--standalone", "--epochs", "5", "--resume", "--out",
                                 (tmp.path() / "whole").string()}),
@@ -513,9 +524,7 @@ TEST_CASE("a run with learned embeddings resumes exactly from the servers' saves
     more.push_back("--resume");
     REQUIRE(train(more).exit_code == 0);
     CHECK(read_json(out / "result.json")["epochs"] == 3);
-    const auto tags = saved_tags(out);
-    REQUIRE(tags.size() == 1);
-    CHECK_THAT(tags[0].filename().string(), Catch::EndsWith("-epoch-3"));
+    CHECK_THAT(saved_tags(out).filename().string(), Catch::EndsWith("-epoch-3"));
   }
 }
 

@@ -57,7 +57,7 @@ struct NoLearnedRows {
   void restore(const nlohmann::json&, const std::string&, std::int32_t) {}
   void adopt_stale(const std::filesystem::path&) {}
   bool save_best(std::int64_t, bool) { return true; }
-  bool best_saved(CollectiveGroup*, std::chrono::milliseconds) const { return true; }
+  bool best_saved(CollectiveGroup*, std::chrono::milliseconds, std::int32_t) const { return true; }
   void restore_best(std::int32_t) {}
   void finish(bool) {}
 };
@@ -188,7 +188,7 @@ template <class TrainerT, class Learned>
 bool select_best(TrainerT& trainer, Learned& learned, const RecipeOptions& o,
                  const EpochLoopSetup& s, const BestEpoch& best, std::int64_t last) {
   if (best.epoch < 0 || best.epoch == last) return false;
-  if (!learned.best_saved(trainer.group(), trainer.collective_timeout())) return false;
+  if (!learned.best_saved(trainer.group(), trainer.collective_timeout(), s.rank)) return false;
   if (best.bytes.empty()) {  // from before a resume: rank 0's best.pt, sent to every trainer
     CheckpointReader file = read_checkpoint_for(o.out / "best.pt", s.identity, s.rank,
                                                 trainer.group(), trainer.collective_timeout());

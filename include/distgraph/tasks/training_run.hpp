@@ -183,10 +183,12 @@ class EmbeddingCheckpoints {
     }
     return best_ok_;
   }
-  /// Collective: whether rank 0 holds the best epoch's rows (true without embeddings).
-  bool best_saved(CollectiveGroup* group, std::chrono::milliseconds timeout) const {
+  /// Collective: whether rank 0 holds the best epoch's rows (true without embeddings); the
+  /// other ranks know nothing of them and agree with rank 0.
+  bool best_saved(CollectiveGroup* group, std::chrono::milliseconds timeout,
+                  std::int32_t rank) const {
     if (empty()) return true;
-    std::int64_t ok = best_ok_ && !best_.empty() ? 1 : 0;
+    std::int64_t ok = rank != 0 || (best_ok_ && !best_.empty()) ? 1 : 0;
     if (group != nullptr) ok = all_reduce_min_max(*group, ok, timeout).first;
     return ok == 1;
   }
