@@ -137,6 +137,14 @@ TEST_CASE("a partition site refuses node data of another dtype or name, naming t
   // Without a storage (a trainer's co-located site) there is no data to read.
   Site bare(part, part.book, nullptr);
   CHECK_THROWS_AS(bare.node_values<std::int64_t>("rank"), InvalidArgument);
+  // Also where a sampler reads it, inside cached() (which records what it reads).
+  CHECK_THROWS_AS(bare.cached("bare",
+                              [&] {
+                                return std::static_pointer_cast<const void>(
+                                    std::make_shared<const std::int64_t>(
+                                        bare.node_values<std::int64_t>("rank")[0]));
+                              }),
+                  InvalidArgument);
 }
 
 TEST_CASE("a partition site gives edge data of any dtype by edge position", "[server]") {

@@ -373,6 +373,10 @@ TEST_CASE("distgraph info keeps its one-line usage errors, word for word", "[too
   CHECK(error_of({"info", "--sbm-nodes"}) ==
         "distgraph info: option '--sbm-nodes' needs a value\n");
   CHECK(error_of({"info", "--json=1"}) == "distgraph info: flag '--json' takes no value\n");
+  CHECK(error_of({"info", "--json=true"}) == "distgraph info: flag '--json' takes no value\n");
+  // Not the next argument taken for the value.
+  CHECK(error_of({"info", "--sbm-nodes=", "--json"}) ==
+        "distgraph info: option '--sbm-nodes' needs a value\n");
   CHECK(error_of({"info", "a", "b"}) == "distgraph info: unexpected argument 'b'\n");
   CHECK(error_of({"info", "--bogus=3"}) ==
         "distgraph info: unknown option '--bogus' (see --help)\n");
@@ -468,6 +472,9 @@ TEST_CASE("distgraph partition --config with a bad file is one line naming the f
   }
   SECTION("unknown key") { check_file("unknown.toml", "bogus = 1\n", "unknown option 'bogus'"); }
   SECTION("a section") { check_file("section.toml", "[partition]\nparts = 2\n", "[partition]"); }
+  SECTION("a quoted value cut at '#'") {
+    check_file("hash.toml", "name = \"run#3\"\n", "quoted value cut short");
+  }
   SECTION("a flag neither true nor false") {
     check_file("flag.toml", "json = maybe\n", "flag 'json' = 'maybe'");
   }

@@ -60,6 +60,7 @@ class Args {
     std::vector<const CLI::Option*> slots;
     for (std::size_t i = 0; i < max_positional; ++i)
       slots.push_back(app_->add_option("argument" + std::to_string(i + 1))->configurable(false));
+    check_inline_values();
     run_cli11();
     check_leftovers();
     for (const CLI::Option* slot : slots)
@@ -140,6 +141,21 @@ class Args {
       throw UsageError(mismatch_message(e));
     } catch (const CLI::ParseError& e) {
       throw UsageError(command_ + ": " + e.what());
+    }
+  }
+
+  /// `--flag=value` and `--option=` (nothing after '='), which CLI11 would take as a flag
+  /// set to true and as an option waiting for the next argument.
+  void check_inline_values() const {
+    for (const auto& a : argv_) {
+      const auto eq = a.find('=');
+      if (a.rfind("--", 0) != 0 || eq == std::string::npos) continue;
+      const std::string name = a.substr(0, eq);
+      const CLI::Option* opt = app_->get_option_no_throw(name);
+      if (opt == nullptr) continue;
+      if (opt->get_expected_min() == 0)
+        throw UsageError(command_ + ": flag '" + name + "' takes no value");
+      if (eq + 1 == a.size()) throw UsageError(command_ + ": option '" + name + "' needs a value");
     }
   }
 

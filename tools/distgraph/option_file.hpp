@@ -32,6 +32,12 @@ class OptionFile : public CLI::ConfigTOML {
     std::vector<CLI::ConfigItem> kept;
     for (CLI::ConfigItem& item : CLI::ConfigTOML::from_config(input)) {
       const CLI::Option* opt = known_option(item);
+      // CLI11's reader ends a line at '#', even inside quotes, leaving an open quote.
+      for (const auto& v : item.inputs)
+        if (!v.empty() && (v.front() == '"' || v.front() == '\'') &&
+            (v.size() < 2 || v.back() != v.front()))
+          throw OptionFileError("'" + item.name + "': a quoted value cut short (a '#' in a " +
+                                "value starts a comment here)");
       if (opt->get_expected_min() > 0) {
         item.inputs = {join(item.inputs)};
       } else if (!flag_value(item)) {

@@ -101,11 +101,20 @@ class PartitionSite final : public SamplerSite {
   void read_by_position(SiteData data, const std::string& name, DType dtype,
                         const Allocate& allocate) override {
     const std::string stored = stored_name(data, name);
+    const TensorSpec ts = stored_spec(data, name);  // first: a site without storage throws
     note_read(stored);  // before reading: a write that races the read moves it again
-    const TensorSpec ts = stored_spec(data, name);
     require_dtype(subject(data, name), ts.dtype, dtype);
     const RowKind kind = data == SiteData::node ? RowKind::node : RowKind::edge;
-    const detail::RowSpace space = row_spaces().of(name, kind);
+    // Untyped data covers every owned row: no per-type spaces (O(owned IDs)) to build.
+    const bool typed = typed_data_type(name, data == SiteData::node ? book_.node_type_names()
+                                                                    : book_.edge_type_names()) >= 0;
+    const PartId p{static_cast<std::int32_t>(part_.part_id)};
+    const detail::RowSpace space =
+        typed
+            ? row_spaces().of(name, kind)
+            : detail::RowSpace{
+                  kind, -1, 0,
+                  data == SiteData::node ? book_.num_owned_nodes(p) : book_.num_owned_edges(p), 0};
     std::vector<std::int64_t> rows(static_cast<std::size_t>(std::min(ts.rows, space.rows)));
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
     std::vector<std::byte> by_row(rows.size() * ts.row_bytes());
