@@ -118,6 +118,21 @@ EpochStats train_epoch_with(TrainerT& trainer, Loader& loader, std::int64_t e, M
   return st;
 }
 
+/// An evaluation of a task with a forward of its own: `add_batch(batch, acc)` adds each
+/// batch's metric material (in eval mode, no autograd); the metric over all trainers.
+/// Collective.
+template <class TrainerT, class Loader, class AddBatch>
+EvalResult evaluate_with(TrainerT& trainer, Loader& loader, std::int64_t epoch, Metric metric,
+                         AddBatch&& add_batch) {
+  torch::NoGradGuard no_grad;
+  trainer.model()->eval();
+  loader.begin_epoch(epoch);
+  MetricAccumulator acc;
+  while (auto batch = loader.next()) add_batch(*batch, acc);
+  trainer.model()->train();
+  return acc.reduce(trainer.group(), metric, trainer.collective_timeout());
+}
+
 /// Every trainer's epoch traffic summed over the group: rows, bytes, cached rows.
 inline std::vector<double> summed_traffic(const RemoteTraffic& t, CollectiveGroup* group,
                                           std::chrono::milliseconds timeout) {

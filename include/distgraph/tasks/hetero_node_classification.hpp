@@ -310,17 +310,11 @@ std::array<std::vector<std::int64_t>, 3> target_sets(const Graph& g,
 template <class TrainerT, class Forward, class Source>
 EvalResult evaluate_typed(TrainerT& trainer, Forward& forward, Source& source, std::int64_t epoch,
                           Metric metric, F1Counts* f1) {
-  torch::NoGradGuard no_grad;
-  trainer.model()->eval();
-  source.begin_epoch(epoch);
-  MetricAccumulator acc;
-  while (auto batch = source.next()) {
-    const auto f = forward(trainer.model(), *batch, false);
+  return evaluate_with(trainer, source, epoch, metric, [&](NodeBatch& b, MetricAccumulator& acc) {
+    const auto f = forward(trainer.model(), b, false);
     acc.add(f.logits, f.labels);
     if (f1) f1->add(f.logits, f.labels);
-  }
-  trainer.model()->train();
-  return acc.reduce(trainer.group(), metric, trainer.collective_timeout());
+  });
 }
 
 }  // namespace detail

@@ -142,14 +142,11 @@ EpochStats train_link_epoch(TrainerT& trainer, Loader& loader, std::int64_t e) {
 /// The ROC-AUC of `loader`'s pairs over all trainers (no loss: NaN).
 template <class TrainerT, class Loader>
 EvalResult evaluate_links(TrainerT& trainer, Loader& loader, std::int64_t epoch) {
-  torch::NoGradGuard no_grad;
-  MetricAccumulator acc;
-  loader.begin_epoch(epoch);
-  while (auto b = loader.next()) {
-    const auto [pos, neg] = pair_scores(trainer.forward(*b, false), *b);
-    add_pairs(acc, pos, neg);
-  }
-  EvalResult r = acc.reduce(trainer.group(), Metric::roc_auc, trainer.collective_timeout());
+  EvalResult r = evaluate_with(trainer, loader, epoch, Metric::roc_auc,
+                               [&](EdgeBatch& b, MetricAccumulator& acc) {
+                                 const auto [pos, neg] = pair_scores(trainer.forward(b, false), b);
+                                 add_pairs(acc, pos, neg);
+                               });
   r.loss = std::numeric_limits<double>::quiet_NaN();
   return r;
 }
