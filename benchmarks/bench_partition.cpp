@@ -26,11 +26,11 @@
 // Each partitioning runs in its own forked child (fork, then the child reports over a pipe).
 //
 //   bench_partition --distributed 1,2,4 [--scale S] [--edge-factor K] [--parts P]
-//                   [--mpirun PATH] [--json]
+//                   [--dist-method metis|random] [--mpirun PATH] [--json]
 //
 // partitions the same R-MAT graph with `mpirun -n R distgraph partition --distributed
-// --input rmat:S:K` for each R listed (the ranks generate the graph between them; issue 33)
-// and compares, in the same run, with gpmetis and the single-process `distgraph partition
+// --input rmat:S:K --method M` for each R listed (the ranks generate the graph between them; issue
+// 33) and compares, in the same run, with gpmetis and the single-process `distgraph partition
 // --input rmat:S:K` on that graph (no features: the ranks generate none):
 //   dist_partition_edge_cut  directed cut edges of the R-rank partition; bound = 2 x the
 //                            edgecut gpmetis reports (its undirected count). ratio = bound /
@@ -95,6 +95,8 @@ struct Args {
   std::string gpmetis = "/usr/bin/gpmetis";
   std::string mpirun = "/usr/bin/mpirun";
   std::vector<int> distributed;  ///< rank counts for the dist_partition_* figures
+  /// The ranks' --method: metis (PT-Scotch) or random, which scales where PT-Scotch does not.
+  std::string dist_method = "metis";
   std::string keep;  ///< output folder to keep; empty = a temporary folder, removed at exit
 };
 
@@ -103,7 +105,8 @@ struct Args {
                "bench_partition: %s\nusage: bench_partition [--scale S] [--edge-factor K] "
                "[--parts P] [--feat-dim D] [--threads T] [--runs R] [--gpmetis PATH] "
                "[--keep DIR] [--json]\n       bench_partition --distributed R1,R2,... "
-               "[--scale S] [--edge-factor K] [--parts P] [--mpirun PATH] [--json]\n",
+               "[--scale S] [--edge-factor K] [--parts P] [--dist-method metis|random]\n"
+               "                       [--mpirun PATH] [--json]\n",
                why.c_str());
   std::exit(2);
 }
@@ -132,6 +135,11 @@ Args parse(int argc, char** argv) {
           usage("--distributed: bad rank count '" + r + "'");
         a.distributed.push_back(ranks);
       }
+      continue;
+    }
+    if (flag == "--dist-method") {
+      if (value != "metis" && value != "random") usage("--dist-method: metis or random");
+      a.dist_method = value;
       continue;
     }
     if (flag == "--gpmetis") {
@@ -307,8 +315,8 @@ std::pair<double, json> run_ranks(const Args& args, int ranks, const std::string
   auto result = run_for_json(
       args.mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
       std::to_string(ranks) + " " + DISTGRAPH_CLI + " partition --distributed --input " + spec +
-      " --parts " + std::to_string(args.parts) + " --out " + (root / "dist").string() +
-      " --json 2>/dev/null");
+      " --method " + args.dist_method + " --parts " + std::to_string(args.parts) + " --out " +
+      (root / "dist").string() + " --json 2>/dev/null");
   fs::remove_all(root / "dist");
   return result;
 }
@@ -324,6 +332,7 @@ struct DistBaseline {
 void report_ranks(Reporter& rep, int ranks, double secs, const json& r, const DistBaseline& base) {
   json params = base.params;
   params["ranks"] = ranks;
+  params["method"] = r["method"];
   params["peak_rss_bytes_per_rank"] = r["peak_rss_bytes_per_rank"];
   params["stage_s"] = r["stage_s"];
   params["node_balance"] = r["node_balance"];
