@@ -20,7 +20,9 @@
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/durable_file.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/graph/type_map.hpp"
 #include "distgraph/io/dataset.hpp"
+#include "distgraph/io/hetero_dataset.hpp"
 #include "distgraph/io/npy.hpp"
 
 namespace distgraph {
@@ -30,14 +32,20 @@ inline constexpr const char* chunked_metadata_name = "metadata.json";
 /// The value of metadata.json's "format" key.
 inline constexpr const char* chunked_format_name = "distgraph-chunked";
 
-/// One node-data array split into row chunks (chunk c holds rows
-/// [node_bounds[c], node_bounds[c + 1]) of the whole array).
+/// One node-data array split into row chunks: chunk c holds the array's rows of the nodes
+/// [node_bounds[c], node_bounds[c + 1]). An array over every node has a row per node; a
+/// typed array ("<ntype>/<name>", e.g. "paper/feat") a row per node of its type, so its
+/// chunk c holds the rows of that type's nodes inside node chunk c (possibly none).
 struct ChunkedArray {
-  std::string name;                 ///< e.g. "feat", "label", "train_mask"
+  std::string name;                 ///< e.g. "feat", "label", "train_mask", "paper/feat"
   DType dtype = DType::float32;     ///< every chunk's dtype
-  std::vector<std::int64_t> shape;  ///< the whole array's shape; shape[0] = num_nodes
+  std::vector<std::int64_t> shape;  ///< the whole array's shape; shape[0] = its rows
   std::vector<std::string> files;   ///< one per node chunk, relative to the folder
+  std::int32_t ntype = -1;          ///< the node type of a typed array, else -1
+  std::int64_t first_id = 0;        ///< the node ID of row 0 (its type's first node)
   std::size_t row_bytes() const;
+  /// The node IDs it has rows for: [first_id, first_id + shape[0]).
+  IdRange ids() const { return {first_id, first_id + (shape.empty() ? 0 : shape[0])}; }
 };
 
 /// A chunked graph folder as read_chunked_graph validated it. Edge chunk c holds edges
@@ -52,6 +60,10 @@ struct ChunkedGraph {
   std::vector<ChunkedArray> node_data;
   /// The dataset's meta.json (num_classes, split sizes, ...) without its "files" entry.
   nlohmann::json dataset_meta = nlohmann::json::object();
+  /// Node and edge types: each type a contiguous range of node IDs (edge IDs), in type
+  /// order. A homogeneous graph has one of each ("_N", "_N:_E:_N").
+  TypeMap types;
+  bool typed = false;  ///< the metadata declares node and edge types
 
   std::int64_t num_edge_chunks() const { return static_cast<std::int64_t>(src_files.size()); }
   std::int64_t num_node_chunks() const { return static_cast<std::int64_t>(node_bounds.size()) - 1; }
@@ -109,6 +121,78 @@ inline void check_chunk_file(const std::filesystem::path& path, DType dtype,
                                         " says " + shape_string(shape));
 }
 
+/// The node and edge types metadata.json declares (DGL's keys: "node_type",
+/// "num_nodes_per_type", "edge_type" as "src:etype:dst", "num_edges_per_type"), or one of
+/// each for a homogeneous graph. Throws FormatError naming `where`.
+inline TypeMap chunked_types(const nlohmann::json& j, std::int64_t num_nodes,
+                             std::int64_t num_edges, const std::string& where) {
+  if (!j.contains("node_type") && !j.contains("edge_type"))
+    return TypeMap::homogeneous(num_nodes, num_edges);
+  const auto ntypes = j.at("node_type").get<std::vector<std::string>>();
+  const auto ncounts = j.at("num_nodes_per_type").get<std::vector<std::int64_t>>();
+  const auto etypes = j.at("edge_type").get<std::vector<std::string>>();
+  const auto ecounts = j.at("num_edges_per_type").get<std::vector<std::int64_t>>();
+  if (ntypes.size() != ncounts.size() || etypes.size() != ecounts.size() || ntypes.empty() ||
+      etypes.empty())
+    throw FormatError(where,
+                      "node_type / num_nodes_per_type and edge_type / "
+                      "num_edges_per_type must be non-empty lists of equal length");
+  auto sum = [](const std::vector<std::int64_t>& v) {
+    std::int64_t t = 0;
+    for (const auto c : v) t += c;
+    return t;
+  };
+  if (sum(ncounts) != num_nodes || sum(ecounts) != num_edges)
+    throw FormatError(where, "the types' counts add up to " + std::to_string(sum(ncounts)) +
+                                 " nodes and " + std::to_string(sum(ecounts)) +
+                                 " edges; num_nodes " + std::to_string(num_nodes) + ", num_edges " +
+                                 std::to_string(num_edges));
+  std::vector<CanonicalEdgeType> canonical;
+  for (const auto& e : etypes) {
+    const auto a = e.find(':'), b = e.find(':', a == std::string::npos ? a : a + 1);
+    if (a == std::string::npos || b == std::string::npos || e.find(':', b + 1) != e.npos)
+      throw FormatError(where, "edge type '" + e + "': expected \"src:etype:dst\"");
+    canonical.push_back({e.substr(0, a), e.substr(a + 1, b - a - 1), e.substr(b + 1)});
+  }
+  for (const auto& t : ntypes)
+    if (t.empty() || t.find_first_of("/:") != std::string::npos)
+      throw FormatError(where, "node type '" + t + "': expected a name without '/' or ':'");
+  try {
+    return TypeMap(ntypes, ncounts, canonical, ecounts);
+  } catch (const InvalidArgument& e) {
+    throw FormatError(where, e.what());
+  }
+}
+
+/// Sets `a`'s node type and first node ID from its name: "<ntype>/<name>" is typed data of
+/// a declared node type, a name without '/' data over every node. Throws FormatError.
+inline void place_chunked_array(const ChunkedGraph& g, ChunkedArray& a, const std::string& where) {
+  const auto slash = a.name.find('/');
+  if (a.name.empty() ||
+      (slash != std::string::npos && (!g.typed || slash == 0 || slash + 1 == a.name.size() ||
+                                      a.name.find('/', slash + 1) != std::string::npos)))
+    throw FormatError(where, "node_data array name '" + a.name +
+                                 "': expected a file name, or \"<node type>/<name>\" in a "
+                                 "typed graph");
+  if (slash == std::string::npos) return;
+  const std::string type = a.name.substr(0, slash);
+  const auto& names = g.types.node_type_names();
+  const auto it = std::find(names.begin(), names.end(), type);
+  if (it == names.end())
+    throw FormatError(
+        where, "node_data array '" + a.name + "': '" + type + "' is not a declared node type");
+  a.ntype = static_cast<std::int32_t>(it - names.begin());
+  a.first_id = g.types.node_range(NodeType(a.ntype)).begin;
+}
+
+/// The node IDs whose rows node chunk `c` of `a` holds: the chunk's nodes that `a` has
+/// rows for.
+inline IdRange chunk_rows(const ChunkedGraph& g, const ChunkedArray& a, std::size_t c) {
+  const IdRange ids = a.ids();
+  const std::int64_t b = std::max(g.node_bounds[c], ids.begin);
+  return {b, std::max(b, std::min(g.node_bounds[c + 1], ids.end))};
+}
+
 }  // namespace detail
 
 /// Reads `dir/metadata.json` and checks every chunk it lists: present, dtype and shape as
@@ -156,6 +240,8 @@ inline ChunkedGraph read_chunked_graph(const std::filesystem::path& dir) {
     }
     if (j.contains("dataset_meta") && j.at("dataset_meta").is_object())
       g.dataset_meta = j.at("dataset_meta");
+    g.types = detail::chunked_types(j, g.num_nodes, g.num_edges, where);
+    g.typed = j.contains("node_type");
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(where, std::string("malformed: ") + e.what());
   }
@@ -171,20 +257,20 @@ inline ChunkedGraph read_chunked_graph(const std::filesystem::path& dir) {
     detail::check_chunk_file(g.file(g.src_files[c]), DType::int64, shape, where);
     detail::check_chunk_file(g.file(g.dst_files[c]), DType::int64, shape, where);
   }
-  for (const auto& a : g.node_data) {
-    if (a.name.empty() || a.name.find('/') != std::string::npos)
-      throw FormatError(where, "node_data array name '" + a.name + "': expected a file name");
-    if (a.shape.empty() || a.shape[0] != g.num_nodes)
+  for (auto& a : g.node_data) {
+    detail::place_chunked_array(g, a, where);
+    const std::int64_t rows = a.ntype < 0 ? g.num_nodes : g.types.num_nodes(NodeType(a.ntype));
+    if (a.shape.empty() || a.shape[0] != rows)
       throw FormatError(where, "node_data array '" + a.name + "' has shape " +
                                    detail::shape_string(a.shape) + "; expected " +
-                                   std::to_string(g.num_nodes) + " rows");
+                                   std::to_string(rows) + " rows");
     if (a.files.size() != static_cast<std::size_t>(g.num_node_chunks()))
       throw FormatError(where, "node_data array '" + a.name + "' has " +
                                    std::to_string(a.files.size()) + " files for " +
                                    std::to_string(g.num_node_chunks()) + " chunks");
     for (std::size_t c = 0; c < a.files.size(); ++c) {
       std::vector<std::int64_t> shape = a.shape;
-      shape[0] = g.node_bounds[c + 1] - g.node_bounds[c];
+      shape[0] = detail::chunk_rows(g, a, c).size();
       detail::check_chunk_file(g.file(a.files[c]), a.dtype, shape, where);
     }
   }
@@ -206,31 +292,44 @@ inline std::pair<Buffer<std::int64_t>, Buffer<std::int64_t>> read_edge_chunk(
   return {std::move(src), std::move(dst)};
 }
 
-/// Copies rows [begin, end) of node-data array `a` into `out` (row_bytes() each), from
-/// whichever chunks hold them.
+/// Copies the rows of nodes [begin, end) of node-data array `a` into `out` (row_bytes()
+/// each), from whichever chunks hold them. [begin, end) lies inside `a.ids()`.
 inline void read_node_rows(const ChunkedGraph& g, const ChunkedArray& a, std::int64_t begin,
                            std::int64_t end, std::byte* out) {
   const std::size_t rb = a.row_bytes();
   for (std::size_t c = 0; c + 1 < g.node_bounds.size() && begin < end; ++c) {
-    const std::int64_t cb = g.node_bounds[c], ce = g.node_bounds[c + 1];
-    if (ce <= begin || cb >= end) continue;
+    const IdRange rows = detail::chunk_rows(g, a, c);
+    const std::int64_t from = std::max(begin, rows.begin), to = std::min(end, rows.end);
+    if (from >= to) continue;
     const NpyArray chunk = read_npy(g.file(a.files[c]));
-    const std::int64_t from = std::max(begin, cb), to = std::min(end, ce);
     std::memcpy(out + static_cast<std::size_t>(from - begin) * rb,
-                chunk.bytes.data() + static_cast<std::size_t>(from - cb) * rb,
+                chunk.bytes.data() + static_cast<std::size_t>(from - rows.begin) * rb,
                 static_cast<std::size_t>(to - from) * rb);
   }
 }
 
-/// Writes `ds` as a chunked graph folder under `out`: `edge_chunks` edge chunks
-/// (edges/src-<c>.npy, edges/dst-<c>.npy) and `node_chunks` row chunks of each node array
-/// (node_data/<name>-<c>.npy: feat, label and the masks present), then metadata.json last,
-/// so a folder without it is incomplete. Throws InvalidArgument for chunk counts below 1 or
-/// above the items they split, IoError when writing fails.
-inline ChunkedGraph write_chunked(const Dataset& ds, const std::filesystem::path& out,
+namespace detail {
+
+/// A node array to chunk: `data` holds its rows (of the nodes `first_id`.. on).
+struct ArrayToChunk {
+  std::string name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  const std::byte* data;
+  std::int32_t ntype = -1;
+  std::int64_t first_id = 0;
+};
+
+/// Writes the chunked folder of a graph of `types` (homogeneous: one type each) under
+/// `out`: `edges_of(b, e, src, dst)` fills the endpoints of input edges [b, e), `arrays`
+/// are the node data; metadata.json last. See write_chunked.
+template <class EdgesOf>
+ChunkedGraph write_chunked_folder(const std::string& name, const TypeMap& types, bool typed,
+                                  EdgesOf&& edges_of, const std::vector<ArrayToChunk>& arrays,
+                                  nlohmann::json meta, const std::filesystem::path& out,
                                   std::int64_t edge_chunks, std::int64_t node_chunks) {
   namespace fs = std::filesystem;
-  const std::int64_t n = ds.num_nodes, m = ds.num_edges();
+  const std::int64_t n = types.num_nodes(), m = types.num_edges();
   if (edge_chunks < 1 || edge_chunks > std::max<std::int64_t>(m, 1))
     throw InvalidArgument("edge chunks " + std::to_string(edge_chunks) + ": expected [1, " +
                           std::to_string(std::max<std::int64_t>(m, 1)) + "] (the edge count)");
@@ -245,73 +344,169 @@ inline ChunkedGraph write_chunked(const Dataset& ds, const std::filesystem::path
   if (fs::remove(out / chunked_metadata_name, ec)) sync_folder(out.string());
   ChunkedGraph g;
   g.dir = out;
-  g.name = ds.name;
+  g.name = name;
   g.num_nodes = n;
   g.num_edges = m;
-  g.edge_bounds = detail::even_bounds(m, edge_chunks);
-  g.node_bounds = detail::even_bounds(n, node_chunks);
+  g.types = types;
+  g.typed = typed;
+  g.edge_bounds = even_bounds(m, edge_chunks);
+  g.node_bounds = even_bounds(n, node_chunks);
   for (std::int64_t c = 0; c < edge_chunks; ++c) {
     const auto b = g.edge_bounds[static_cast<std::size_t>(c)];
     const auto e = g.edge_bounds[static_cast<std::size_t>(c) + 1];
     const std::string suffix = "-" + std::to_string(c) + ".npy";
     g.src_files.push_back("edges/src" + suffix);
     g.dst_files.push_back("edges/dst" + suffix);
-    write_npy<std::int64_t>(
-        out / g.src_files.back(),
-        ds.src.span().subspan(static_cast<std::size_t>(b), static_cast<std::size_t>(e - b)));
-    write_npy<std::int64_t>(
-        out / g.dst_files.back(),
-        ds.dst.span().subspan(static_cast<std::size_t>(b), static_cast<std::size_t>(e - b)));
+    std::vector<std::int64_t> src(static_cast<std::size_t>(e - b)), dst(src.size());
+    edges_of(b, e, src.data(), dst.data());
+    write_npy(out / g.src_files.back(), src);
+    write_npy(out / g.dst_files.back(), dst);
   }
-  auto add_array = [&](const std::string& name, DType dtype, std::vector<std::int64_t> shape,
-                       const std::byte* data) {
-    ChunkedArray a{name, dtype, std::move(shape), {}};
+  for (const auto& in : arrays) {
+    ChunkedArray a{in.name, in.dtype, in.shape, {}, in.ntype, in.first_id};
+    if (a.ntype >= 0)
+      fs::create_directories(out / "node_data" / types.node_type_name(NodeType(a.ntype)));
     const std::size_t rb = a.row_bytes();
-    for (std::int64_t c = 0; c < node_chunks; ++c) {
-      const auto b = g.node_bounds[static_cast<std::size_t>(c)];
-      const auto e = g.node_bounds[static_cast<std::size_t>(c) + 1];
+    for (std::size_t c = 0; c + 1 < g.node_bounds.size(); ++c) {
+      const IdRange rows = chunk_rows(g, a, c);
       std::vector<std::int64_t> part = a.shape;
-      part[0] = e - b;
-      a.files.push_back("node_data/" + name + "-" + std::to_string(c) + ".npy");
-      write_npy(out / a.files.back(), dtype, part, data + static_cast<std::size_t>(b) * rb);
+      part[0] = rows.size();
+      a.files.push_back("node_data/" + a.name + "-" + std::to_string(c) + ".npy");
+      write_npy(out / a.files.back(), a.dtype, part,
+                in.data + static_cast<std::size_t>(rows.begin - a.first_id) * rb);
     }
     g.node_data.push_back(std::move(a));
-  };
-  if (ds.has_features())
-    add_array("feat", DType::float32, {n, ds.feat_dim},
-              reinterpret_cast<const std::byte*>(ds.feat.data()));
-  if (ds.has_labels())
-    add_array("label", DType::int64, {n}, reinterpret_cast<const std::byte*>(ds.label.data()));
-  const std::pair<const char*, const Buffer<bool>*> masks[] = {
-      {"train_mask", &ds.train_mask}, {"val_mask", &ds.val_mask}, {"test_mask", &ds.test_mask}};
-  for (const auto& [name, mask] : masks)
-    if (!mask->empty())
-      add_array(name, DType::bool_, {n}, reinterpret_cast<const std::byte*>(mask->data()));
-  g.dataset_meta = ds.meta.is_object() ? ds.meta : nlohmann::json::object();
+  }
+  g.dataset_meta = meta.is_object() ? std::move(meta) : nlohmann::json::object();
   g.dataset_meta.erase("files");  // the checksums of the unchunked files
-  if (ds.num_classes > 0) g.dataset_meta["num_classes"] = ds.num_classes;
 
-  nlohmann::json arrays = nlohmann::json::object();
+  nlohmann::json listed = nlohmann::json::object();
   for (const auto& a : g.node_data)
-    arrays[a.name] = {{"dtype", dtype_name(a.dtype)}, {"shape", a.shape}, {"files", a.files}};
-  const nlohmann::json j = {
+    listed[a.name] = {{"dtype", dtype_name(a.dtype)}, {"shape", a.shape}, {"files", a.files}};
+  nlohmann::json j = {
       {"format", chunked_format_name},
       {"version", 1},
       {"graph_name", g.name},
       {"num_nodes", n},
       {"num_edges", m},
       {"edges", {{"chunk_bounds", g.edge_bounds}, {"src", g.src_files}, {"dst", g.dst_files}}},
-      {"node_data", {{"chunk_bounds", g.node_bounds}, {"arrays", arrays}}},
+      {"node_data", {{"chunk_bounds", g.node_bounds}, {"arrays", listed}}},
       {"dataset_meta", g.dataset_meta}};
+  if (typed) {
+    std::vector<std::int64_t> ncounts, ecounts;
+    std::vector<std::string> etypes;
+    for (std::int32_t t = 0; t < types.num_node_types(); ++t)
+      ncounts.push_back(types.num_nodes(NodeType(t)));
+    for (std::int32_t r = 0; r < types.num_edge_types(); ++r) {
+      const auto& c = types.edge_type(EdgeType(r));
+      etypes.push_back(c.src_type + ":" + c.edge_type + ":" + c.dst_type);
+      ecounts.push_back(types.num_edges(EdgeType(r)));
+    }
+    j["node_type"] = types.node_type_names();
+    j["num_nodes_per_type"] = ncounts;
+    j["edge_type"] = etypes;
+    j["num_edges_per_type"] = ecounts;
+  }
   write_file_durably((out / chunked_metadata_name).string(), j.dump(2) + "\n");
   return g;
 }
 
+}  // namespace detail
+
+/// Writes `ds` as a chunked graph folder under `out`: `edge_chunks` edge chunks
+/// (edges/src-<c>.npy, edges/dst-<c>.npy) and `node_chunks` row chunks of each node array
+/// (node_data/<name>-<c>.npy: feat, label and the masks present), then metadata.json last,
+/// so a folder without it is incomplete. Throws InvalidArgument for chunk counts below 1 or
+/// above the items they split, IoError when writing fails.
+inline ChunkedGraph write_chunked(const Dataset& ds, const std::filesystem::path& out,
+                                  std::int64_t edge_chunks, std::int64_t node_chunks) {
+  const std::int64_t n = ds.num_nodes;
+  std::vector<detail::ArrayToChunk> arrays;
+  auto bytes = [](const auto* p) { return reinterpret_cast<const std::byte*>(p); };
+  if (ds.has_features())
+    arrays.push_back({"feat", DType::float32, {n, ds.feat_dim}, bytes(ds.feat.data())});
+  if (ds.has_labels()) arrays.push_back({"label", DType::int64, {n}, bytes(ds.label.data())});
+  const std::pair<const char*, const Buffer<bool>*> masks[] = {
+      {"train_mask", &ds.train_mask}, {"val_mask", &ds.val_mask}, {"test_mask", &ds.test_mask}};
+  for (const auto& [name, mask] : masks)
+    if (!mask->empty()) arrays.push_back({name, DType::bool_, {n}, bytes(mask->data())});
+  nlohmann::json meta = ds.meta.is_object() ? ds.meta : nlohmann::json::object();
+  if (ds.num_classes > 0) meta["num_classes"] = ds.num_classes;
+  return detail::write_chunked_folder(
+      ds.name, TypeMap::homogeneous(n, ds.num_edges()), false,
+      [&](std::int64_t b, std::int64_t e, std::int64_t* src, std::int64_t* dst) {
+        std::copy(ds.src.begin() + b, ds.src.begin() + e, src);
+        std::copy(ds.dst.begin() + b, ds.dst.begin() + e, dst);
+      },
+      arrays, std::move(meta), out, edge_chunks, node_chunks);
+}
+
+/// Writes the typed dataset `d` as a chunked graph folder (see the Dataset overload) of its
+/// homogeneous view: node type t's node i is node ID `d.types.node_range(t).begin + i`,
+/// edge type r's i-th edge is edge ID `d.types.edge_range(r).begin + i`; metadata.json
+/// declares the types (node_type, num_nodes_per_type, edge_type, num_edges_per_type) and
+/// the node data is typed: "<ntype>/feat" per featured type, the target's label and masks.
+inline ChunkedGraph write_chunked(const HeteroDataset& d, const std::filesystem::path& out,
+                                  std::int64_t edge_chunks, std::int64_t node_chunks) {
+  const TypeMap& types = d.types;
+  std::vector<detail::ArrayToChunk> arrays;
+  auto bytes = [](const auto* p) { return reinterpret_cast<const std::byte*>(p); };
+  for (std::int32_t t = 0; t < types.num_node_types(); ++t) {
+    const auto k = static_cast<std::size_t>(t);
+    if (d.feat_dim[k] > 0)
+      arrays.push_back({types.node_type_name(NodeType(t)) + "/feat",
+                        DType::float32,
+                        {types.num_nodes(NodeType(t)), d.feat_dim[k]},
+                        bytes(d.feat[k].data()),
+                        t,
+                        types.node_range(NodeType(t)).begin});
+  }
+  nlohmann::json meta = d.meta.is_object() ? d.meta : nlohmann::json::object();
+  if (!d.target_ntype.empty()) {
+    const NodeType t = d.target();
+    const std::int64_t rows = types.num_nodes(t), first = types.node_range(t).begin;
+    const std::string prefix = d.target_ntype + "/";
+    if (!d.label.empty())
+      arrays.push_back(
+          {prefix + "label", DType::int64, {rows}, bytes(d.label.data()), t.value, first});
+    const std::pair<const char*, const Buffer<bool>*> masks[] = {
+        {"train_mask", &d.train_mask}, {"val_mask", &d.val_mask}, {"test_mask", &d.test_mask}};
+    for (const auto& [name, mask] : masks)
+      if (!mask->empty())
+        arrays.push_back(
+            {prefix + name, DType::bool_, {rows}, bytes(mask->data()), t.value, first});
+    meta["target_ntype"] = d.target_ntype;
+    if (d.num_classes > 0) meta["num_classes"] = d.num_classes;
+  }
+  return detail::write_chunked_folder(
+      d.name, types, true,
+      [&](std::int64_t b, std::int64_t e, std::int64_t* src, std::int64_t* dst) {
+        for (std::int32_t r = 0; r < types.num_edge_types(); ++r) {
+          const IdRange er = types.edge_range(EdgeType(r));
+          const std::int64_t from = std::max(b, er.begin), to = std::min(e, er.end);
+          const auto& c = types.edge_type(EdgeType(r));
+          const std::int64_t so = types.node_range(types.node_type(c.src_type)).begin;
+          const std::int64_t dof = types.node_range(types.node_type(c.dst_type)).begin;
+          const auto& s = d.src[static_cast<std::size_t>(r)];
+          const auto& t = d.dst[static_cast<std::size_t>(r)];
+          for (std::int64_t i = from; i < to; ++i) {
+            src[i - b] = s[static_cast<std::size_t>(i - er.begin)] + so;
+            dst[i - b] = t[static_cast<std::size_t>(i - er.begin)] + dof;
+          }
+        }
+      },
+      arrays, std::move(meta), out, edge_chunks, node_chunks);
+}
+
 /// The whole chunked graph as a Dataset (feat, label and masks as load_dataset reads them;
 /// other node arrays are ignored), for single-process partitioning and checks. Holds the
-/// whole graph: for graphs that fit one process.
+/// whole graph: for graphs that fit one process. Throws InvalidArgument for a typed one.
 inline Dataset load_chunked_dataset(const std::filesystem::path& dir) {
   const ChunkedGraph g = read_chunked_graph(dir);
+  if (g.typed)
+    throw InvalidArgument(dir.string() +
+                          ": a typed chunked graph; it is read by partition --distributed "
+                          "(one process reads the typed dataset folder instead)");
   Dataset ds;
   ds.name = g.name;
   ds.num_nodes = g.num_nodes;

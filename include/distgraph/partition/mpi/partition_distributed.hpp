@@ -330,23 +330,44 @@ inline std::pair<std::vector<SCOTCH_Num>, std::vector<SCOTCH_Num>> symmetric_row
 }
 
 /// Train/val/test/other class of each node of the rank's block (0, 1, 2, 3: the first
-/// mask that holds it, as split_classes), or empty when the input has no masks.
+/// mask that holds it, as split_classes), or empty when the input has no masks. In a typed
+/// graph (as hetero_split_classes): the target type's nodes by their masks ("<target>/
+/// train_mask", ...), every other type t's nodes class 4 + t.
 inline std::vector<std::int64_t> block_classes(const ChunkedGraph* g, std::int64_t first,
                                                std::int64_t count) {
   if (g == nullptr) return {};
   std::vector<std::int64_t> cls;
+  const IdRange block{first, first + count};
+  if (g->typed) {
+    cls.resize(static_cast<std::size_t>(count));
+    for (std::int64_t v = first; v < first + count; ++v)
+      cls[static_cast<std::size_t>(v - first)] = 4 + range_of(g->types.node_offsets(), v);
+  }
   const char* names[] = {"train_mask", "val_mask", "test_mask"};
   for (std::int64_t k = 2; k >= 0; --k) {
-    const auto it = std::find_if(g->node_data.begin(), g->node_data.end(),
-                                 [&](const ChunkedArray& a) { return a.name == names[k]; });
+    const auto it =
+        std::find_if(g->node_data.begin(), g->node_data.end(), [&](const ChunkedArray& a) {
+          const auto slash = a.name.find('/');
+          return (slash == std::string::npos ? a.name : a.name.substr(slash + 1)) == names[k];
+        });
     if (it == g->node_data.end() || it->row_bytes() != 1) continue;
+    const IdRange rows{std::max(block.begin, it->ids().begin), std::min(block.end, it->ids().end)};
+    if (rows.end <= rows.begin) continue;
     if (cls.empty()) cls.assign(static_cast<std::size_t>(count), 3);
-    std::vector<std::byte> flags(static_cast<std::size_t>(count));
-    read_node_rows(*g, *it, first, first + count, flags.data());
-    for (std::size_t v = 0; v < flags.size(); ++v)
-      if (flags[v] != std::byte{0}) cls[v] = k;
+    std::vector<std::byte> flags(static_cast<std::size_t>(rows.size()));
+    read_node_rows(*g, *it, rows.begin, rows.end, flags.data());
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+      auto& c = cls[static_cast<std::size_t>(rows.begin - first) + i];
+      if (c >= 4) c = 3;  // a node of the masks' (target) type: "other" unless one holds it
+      if (flags[i] != std::byte{0}) c = k;
+    }
   }
   return cls;
+}
+
+/// The number of classes block_classes deals in: 4, plus one per node type when typed.
+inline std::int64_t num_block_classes(const ChunkedGraph* g) {
+  return g != nullptr && g->typed ? 4 + g->types.num_node_types() : 4;
 }
 
 /// Balanced random assignment: each rank shuffles its block (per class, when given) and
@@ -354,10 +375,10 @@ inline std::vector<std::int64_t> block_classes(const ChunkedGraph* g, std::int64
 inline std::vector<std::int64_t> random_parts(const mpi::Comm& c, std::int64_t count,
                                               std::int64_t num_parts,
                                               const std::vector<std::int64_t>& cls,
-                                              std::uint64_t seed) {
+                                              std::int64_t num_classes, std::uint64_t seed) {
   std::vector<std::int64_t> parts(static_cast<std::size_t>(count));
   std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(c.rank));
-  const std::int64_t classes = cls.empty() ? 1 : 4;
+  const std::int64_t classes = cls.empty() ? 1 : num_classes;
   for (std::int64_t k = 0; k < classes; ++k) {
     std::vector<std::int64_t> members;
     for (std::int64_t v = 0; v < count; ++v)
@@ -378,8 +399,7 @@ inline std::vector<std::int64_t> random_parts(const mpi::Comm& c, std::int64_t c
 /// computes the same plan from the gathered counts, then moves its own nodes.
 inline void balance_classes(const mpi::Comm& c, std::vector<std::int64_t>& parts,
                             const std::vector<std::int64_t>& cls, const InEdges& g,
-                            std::int64_t num_parts) {
-  constexpr std::int64_t classes = 4;
+                            std::int64_t num_parts, std::int64_t classes) {
   const auto K = static_cast<std::size_t>(num_parts);
   std::vector<std::int64_t> mine(K * classes, 0);
   for (std::size_t v = 0; v < parts.size(); ++v)
@@ -514,7 +534,10 @@ struct PartBuild {
   std::unordered_map<std::int64_t, std::int64_t> halo_local;  ///< new ID -> local ID
   std::vector<std::int64_t> indptr{0};                        ///< edge rows + 1
   std::span<const EdgeRecord> owned;  ///< (new dst, new src, input edge ID), CSC order
-  std::vector<HaloEdge> halo;         ///< edges of halo rows, after the owned ones
+  /// The new ID of each owned edge where edge types number them (else edge_first + its
+  /// position): partition, then edge type, then CSC order.
+  std::vector<std::int64_t> new_eid;
+  std::vector<HaloEdge> halo;  ///< edges of halo rows, after the owned ones
   std::size_t level_begin = 0;
   bool done = false;
 
@@ -524,7 +547,8 @@ struct PartBuild {
   HaloEdge edge(std::int64_t e) const {
     if (e < inner_edges()) {
       const EdgeRecord& r = owned[static_cast<std::size_t>(e)];
-      return {r.src, edge_first + e, r.eid};
+      return {r.src, new_eid.empty() ? edge_first + e : new_eid[static_cast<std::size_t>(e)],
+              r.eid};
     }
     return halo[static_cast<std::size_t>(e - inner_edges())];
   }
@@ -634,6 +658,8 @@ struct DistInput {
   InEdges g;
   std::vector<std::int64_t> classes;  ///< train/val/test/other of the block's nodes, or empty
   bool have_classes = false;          ///< the input has masks (some rank found classes)
+  std::int64_t num_classes = 4;       ///< see num_block_classes
+  TypeMap types;                      ///< node and edge types (R-MAT: one of each)
 };
 
 /// Reads the input's metadata (or checks the R-MAT options) and checks the options, on
@@ -696,6 +722,8 @@ inline DistInput read_input(const mpi::Comm& c, const DistPartitionInput& input,
     in.classes = block_classes(in.chunked ? &*in.chunked : nullptr, in.g.first, in.g.count);
   });
   in.have_classes = c.max(in.classes.empty() ? 0 : 1) == 1;
+  in.num_classes = num_block_classes(in.chunked ? &*in.chunked : nullptr);
+  in.types = in.chunked ? in.chunked->types : TypeMap::homogeneous(in.n, in.m);
   mpi::all_or_none(c, [&] {
     if (opts.balance_train && !in.have_classes)
       throw InvalidArgument(
@@ -810,10 +838,11 @@ inline DistAssignment assign_distributed(const mpi::Comm& c, const DistInput& in
                                          std::int64_t num_parts, const DistPartitionOptions& opts) {
   if (opts.method == PartMethod::random)
     return {random_parts(c, in.g.count, num_parts,
-                         opts.balance_train ? in.classes : std::vector<std::int64_t>{}, opts.seed),
+                         opts.balance_train ? in.classes : std::vector<std::int64_t>{},
+                         in.num_classes, opts.seed),
             "random"};
   DistAssignment a = ptscotch_assignment(c, in, num_parts, opts);
-  if (opts.balance_train) balance_classes(c, a.parts, in.classes, in.g, num_parts);
+  if (opts.balance_train) balance_classes(c, a.parts, in.classes, in.g, num_parts, in.num_classes);
   return a;
 }
 
@@ -821,9 +850,30 @@ inline DistAssignment assign_distributed(const mpi::Comm& c, const DistInput& in
 /// of the rank's block.
 struct DistRelabeling {
   std::vector<std::int64_t> node_off, edge_off;  ///< num_parts + 1 offsets each
+  /// Partition-major, then type: num_parts * types + 1 offsets each (partition_graph's
+  /// node_off / edge_off). Node IDs of a type are input-ID ordered in each partition.
+  std::vector<std::int64_t> node_type_off, edge_type_off;
   std::vector<std::int64_t> new_nid;
   std::int64_t part_of(std::int64_t id) const { return range_of(node_off, id); }
+  /// The new IDs partition p gives node type t.
+  IdRange type_range(std::int64_t p, std::int32_t t, std::int32_t types) const {
+    const auto i = static_cast<std::size_t>(p * types + t);
+    return {node_type_off[i], node_type_off[i + 1]};
+  }
 };
+
+/// Offsets of counts [part][type] summed over the ranks (`all`: [rank][part][type]),
+/// partition-major then type.
+inline std::vector<std::int64_t> type_offsets(const std::vector<std::int64_t>& all, int ranks,
+                                              std::size_t cells) {
+  std::vector<std::int64_t> off(cells + 1, 0);
+  for (std::size_t i = 0; i < cells; ++i) {
+    std::int64_t total = 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r) total += all[r * cells + i];
+    off[i + 1] = off[i] + total;
+  }
+  return off;
+}
 
 /// Step 3, relabel: partition-major new IDs, input-ID order inside each partition (ranks
 /// hold consecutive input IDs, so each rank's nodes of p follow the lower ranks'). Then
@@ -833,14 +883,29 @@ inline DistRelabeling relabel_distributed(const mpi::Comm& c, DistInput& in,
                                           const std::vector<std::int64_t>& parts,
                                           std::int64_t num_parts) {
   const auto K = static_cast<std::size_t>(num_parts);
+  const auto T = static_cast<std::size_t>(in.types.num_node_types());
+  const auto R = static_cast<std::size_t>(in.types.num_edge_types());
   InEdges& g = in.g;
-  std::vector<std::int64_t> count(K, 0), edge_count(K, 0);
+  std::vector<std::int64_t> count(K, 0), edge_count(K, 0), type_count(K * T, 0),
+      edge_type_count(K * R, 0);
   for (std::int64_t v = 0; v < g.count; ++v) {
-    ++count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
-    edge_count[static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])] += g.degree(v);
+    const auto p = static_cast<std::size_t>(parts[static_cast<std::size_t>(v)]);
+    ++count[p];
+    edge_count[p] += g.degree(v);
+    ++type_count[p * T + static_cast<std::size_t>(range_of(in.types.node_offsets(), g.first + v))];
+    if (R == 1)
+      edge_type_count[p] += g.degree(v);
+    else
+      for (auto k = g.indptr[static_cast<std::size_t>(v)];
+           k < g.indptr[static_cast<std::size_t>(v) + 1]; ++k)
+        ++edge_type_count[p * R +
+                          static_cast<std::size_t>(range_of(
+                              in.types.edge_offsets(), g.edge_id(static_cast<std::size_t>(k))))];
   }
   const auto all_count = c.all_gather(count);  // [rank][part]
   DistRelabeling r;
+  r.node_type_off = type_offsets(c.all_gather(type_count), c.size, K * T);
+  r.edge_type_off = type_offsets(c.all_gather(edge_type_count), c.size, K * R);
   r.node_off.assign(K + 1, 0);
   std::vector<std::int64_t> my_next(K, 0);
   for (std::size_t p = 0; p < K; ++p) {
@@ -866,7 +931,7 @@ inline DistRelabeling relabel_distributed(const mpi::Comm& c, DistInput& in,
 }
 
 /// The quality figures every rank gets: edges across partitions and, with classes, the
-/// nodes of each of the 4 classes per partition ([part][class]). Collective.
+/// nodes of each class per partition ([part][class]). Collective.
 struct DistCounts {
   std::int64_t cross = 0;
   std::vector<std::int64_t> class_counts;
@@ -883,10 +948,11 @@ inline DistCounts count_distributed(const mpi::Comm& c, const DistInput& in,
       counts.cross +=
           r.part_of(g.src[static_cast<std::size_t>(k)]) != parts[static_cast<std::size_t>(v)];
   counts.cross = c.sum(counts.cross);
-  counts.class_counts.assign(static_cast<std::size_t>(num_parts) * 4, 0);
+  const auto C = static_cast<std::size_t>(in.num_classes);
+  counts.class_counts.assign(static_cast<std::size_t>(num_parts) * C, 0);
   if (in.have_classes) {
     for (std::size_t v = 0; v < in.classes.size(); ++v)
-      ++counts.class_counts[static_cast<std::size_t>(parts[v]) * 4 +
+      ++counts.class_counts[static_cast<std::size_t>(parts[v]) * C +
                             static_cast<std::size_t>(in.classes[v])];
     c.sum(counts.class_counts);
   }
@@ -994,31 +1060,51 @@ inline void send_node_ids(const mpi::Comm& c, const DistInput& in, const DistRel
 }
 
 /// Step 4b: node array `a`, each row to its writer, written straight into the partition's
-/// file (as `stored`). Collective; fails every rank together.
+/// file (as `stored`). A typed array ("<ntype>/<name>") has rows for its type's nodes only:
+/// each partition's file holds its own nodes of that type. Collective; fails every rank
+/// together.
 inline void send_node_array(const mpi::Comm& c, const DistInput& in, const DistRelabeling& r,
                             const ByWriter& by, const Writer& w, const ChunkedArray& a,
                             DType stored, const std::filesystem::path& staging) {
   const std::size_t rb = a.row_bytes(), width = sizeof(std::int64_t) + rb;
   const std::int64_t cols = a.shape.size() == 2 ? a.shape[1] : 0;
+  const std::int32_t T = in.types.num_node_types();
+  // The rows a build's file holds: its owned nodes, or its owned nodes of a's type.
+  auto rows_of = [&](const PartBuild& b) {
+    return a.ntype < 0 ? IdRange{b.first, b.first + b.inner} : r.type_range(b.part, a.ntype, T);
+  };
   std::vector<std::optional<NpyRowFile>> files(w.builds.size());
   mpi::all_or_none(c, [&] {
-    for (std::size_t i = 0; i < w.builds.size(); ++i)
-      files[i].emplace(
-          staging / ("part" + std::to_string(w.builds[i].part)) / "node_feat" / (a.name + ".npy"),
-          stored, w.builds[i].inner, cols);
+    for (std::size_t i = 0; i < w.builds.size(); ++i) {
+      const auto path =
+          staging / ("part" + std::to_string(w.builds[i].part)) / "node_feat" / (a.name + ".npy");
+      std::filesystem::create_directories(path.parent_path());
+      files[i].emplace(path, stored, rows_of(w.builds[i]).size(), cols);
+    }
   });
-  std::vector<std::byte> block(static_cast<std::size_t>(in.g.count) * rb);
-  mpi::all_or_none(c, [&] {
-    read_node_rows(*in.chunked, a, in.g.first, in.g.first + in.g.count, block.data());
-  });
+  // The block's nodes that have rows: [lo, hi) of the block's positions.
+  const std::int64_t lo = std::clamp(a.ids().begin - in.g.first, std::int64_t{0}, in.g.count),
+                     hi = std::clamp(a.ids().end - in.g.first, lo, in.g.count);
+  auto has_row = [&](std::int64_t v) { return v >= lo && v < hi; };
+  std::vector<std::byte> block(static_cast<std::size_t>(hi - lo) * rb);
+  mpi::all_or_none(
+      c, [&] { read_node_rows(*in.chunked, a, in.g.first + lo, in.g.first + hi, block.data()); });
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(c.size), 0);
+  for (std::size_t d = 0; d < counts.size(); ++d)
+    for (auto i = by.off[d]; i < by.off[d + 1]; ++i)
+      counts[d] += has_row(by.order[static_cast<std::size_t>(i)]);
   std::vector<std::int64_t> at(by.off.begin(), by.off.end() - 1);
   const auto rows = mpi::exchange_records<std::byte>(
-      c, counts_of(by.off), width, [&](int d, std::byte* out, std::int64_t k) {
+      c, counts, width, [&](int d, std::byte* out, std::int64_t k) {
         auto& i = at[static_cast<std::size_t>(d)];
-        for (std::int64_t j = 0; j < k; ++j, ++i, out += width) {
-          const auto v = static_cast<std::size_t>(by.order[static_cast<std::size_t>(i)]);
-          std::memcpy(out, &r.new_nid[v], sizeof(std::int64_t));
-          std::memcpy(out + sizeof(std::int64_t), block.data() + v * rb, rb);
+        for (std::int64_t j = 0; j < k; ++i) {
+          const auto v = by.order[static_cast<std::size_t>(i)];
+          if (!has_row(v)) continue;
+          std::memcpy(out, &r.new_nid[static_cast<std::size_t>(v)], sizeof(std::int64_t));
+          std::memcpy(out + sizeof(std::int64_t),
+                      block.data() + static_cast<std::size_t>(v - lo) * rb, rb);
+          out += width;
+          ++j;
         }
       });
   block = {};
@@ -1037,7 +1123,7 @@ inline void send_node_array(const mpi::Comm& c, const DistInput& in, const DistR
                              converted);
         row = converted.data();
       }
-      files[i]->put_row(id - w.builds[i].first, row);
+      files[i]->put_row(id - rows_of(w.builds[i]).begin, row);
     }
     for (auto& f : files) f->publish();
   });
@@ -1076,12 +1162,20 @@ inline std::vector<EdgeRecord> send_in_edges(const mpi::Comm& c, const InEdges& 
 }
 
 /// Sorts the received edge records into CSC order and gives each build its owned rows, as
-/// a view of `records`.
+/// a view of `records`, and with several edge types their new IDs.
 inline void attach_owned_edges(std::vector<EdgeRecord>& records, const DistRelabeling& r,
-                               Writer& w) {
-  std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
-    return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
-  });
+                               const TypeMap& types, Writer& w) {
+  // Typed partitions hold each row's edges grouped by edge type (what samplers expect).
+  auto type_of = [&](const EdgeRecord& e) { return range_of(types.edge_offsets(), e.eid); };
+  if (types.num_edge_types() == 1)
+    std::sort(records.begin(), records.end(), [](const EdgeRecord& a, const EdgeRecord& b) {
+      return a.dst != b.dst ? a.dst < b.dst : a.src != b.src ? a.src < b.src : a.eid < b.eid;
+    });
+  else
+    std::sort(records.begin(), records.end(), [&](const EdgeRecord& a, const EdgeRecord& b) {
+      return std::tuple(a.dst, type_of(a), a.src, a.eid) <
+             std::tuple(b.dst, type_of(b), b.src, b.eid);
+    });
   std::size_t k = 0;
   for (auto& b : w.builds) {
     b.indptr.assign(static_cast<std::size_t>(b.inner) + 1, 0);
@@ -1094,6 +1188,15 @@ inline void attach_owned_edges(std::vector<EdgeRecord>& records, const DistRelab
       b.indptr[row + 1] += b.indptr[row];
     b.owned = std::span<const EdgeRecord>(records.data() + begin, k - begin);
     b.edge_first = r.edge_off[static_cast<std::size_t>(b.part)];
+    const auto R = static_cast<std::size_t>(types.num_edge_types());
+    if (R == 1) continue;
+    std::vector<std::int64_t> next(
+        r.edge_type_off.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b.part) * R),
+        r.edge_type_off.begin() +
+            static_cast<std::ptrdiff_t>((static_cast<std::size_t>(b.part) + 1) * R));
+    b.new_eid.reserve(b.owned.size());
+    for (const EdgeRecord& e : b.owned)
+      b.new_eid.push_back(next[static_cast<std::size_t>(type_of(e))]++);
   }
 }
 
@@ -1206,21 +1309,29 @@ inline DistPartitionResult describe_distributed(
   s.parts.resize(K);
   for (std::size_t p = 0; p < K; ++p) {
     s.parts[p] = {stats[p * 4], stats[p * 4 + 1], stats[p * 4 + 2], stats[p * 4 + 3], {}};
+    const auto C = static_cast<std::size_t>(in.num_classes);
     if (in.have_classes)
       s.parts[p].class_counts.assign(
-          counts.class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4),
-          counts.class_counts.begin() + static_cast<std::ptrdiff_t>(p * 4 + 4));
+          counts.class_counts.begin() + static_cast<std::ptrdiff_t>(p * C),
+          counts.class_counts.begin() + static_cast<std::ptrdiff_t>((p + 1) * C));
     result.writer_of_part.push_back(
         writer_of_part(static_cast<std::int64_t>(p), c.size, num_parts));
   }
   s.cross_edges = counts.cross;
   set_balance(s);
-  describe_partitions(s, in.name, a.method, opts.halo_hops, in.n, in.m, true, opts.seed, {in.n},
-                      {in.m});
+  std::vector<std::int64_t> node_counts, edge_counts;
+  for (std::int32_t t = 0; t < in.types.num_node_types(); ++t)
+    node_counts.push_back(in.types.num_nodes(NodeType(t)));
+  for (std::int32_t t = 0; t < in.types.num_edge_types(); ++t)
+    edge_counts.push_back(in.types.num_edges(EdgeType(t)));
+  describe_partitions(s, in.name, a.method, opts.halo_hops, in.n, in.m, true, opts.seed,
+                      node_counts, edge_counts);
   PartitionConfig& cfg = s.config;
   cfg.path = config_path;
-  cfg.node_ranges = type_ranges(r.node_off, num_parts, 1);
-  cfg.edge_ranges = type_ranges(r.edge_off, num_parts, 1);
+  cfg.ntypes = in.types.node_type_names();
+  cfg.etypes = canonical_edge_type_names(in.types);
+  cfg.node_ranges = type_ranges(r.node_type_off, num_parts, in.types.num_node_types());
+  cfg.edge_ranges = type_ranges(r.edge_type_off, num_parts, in.types.num_edge_types());
   cfg.node_feats = feature_specs;
   cfg.extra["distributed"] = {{"ranks", c.size},
                               {"writer_of_part", result.writer_of_part},
@@ -1288,7 +1399,7 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
   in.g = InEdges{};
   r.new_nid = {};
   a.parts = {};
-  attach_owned_edges(records, r, w);
+  attach_owned_edges(records, r, in.types, w);
 
   stage("halo");
   gather_halos(c, w, opts.halo_hops);
