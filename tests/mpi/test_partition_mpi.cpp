@@ -120,6 +120,9 @@ void check_against_graph(const fs::path& config, const distgraph::Dataset& ds, i
   std::vector<int> node_seen(static_cast<std::size_t>(n), 0),
       edge_seen(static_cast<std::size_t>(m), 0);
   std::int64_t cross = 0;
+  // New edge IDs: each owned edge's, by input edge ID; each halo edge's, to match.
+  std::vector<std::int64_t> new_eid(static_cast<std::size_t>(m), -1);
+  std::vector<std::pair<std::int64_t, std::int64_t>> halo_eids;  // (input ID, new ID)
   for (std::int64_t p = 0; p < cfg.num_parts; ++p) {
     // load_partition validates the files against the config (what servers do).
     const distgraph::Partition part = distgraph::load_partition(config, p);
@@ -175,8 +178,11 @@ void check_against_graph(const fs::path& config, const distgraph::Dataset& ds, i
         CHECK(ds.dst[static_cast<std::size_t>(e)] == orig[i]);
         CHECK(ds.src[static_cast<std::size_t>(e)] ==
               orig[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]);
+        if (!inner_edge[static_cast<std::size_t>(k)])
+          halo_eids.emplace_back(e, eid[static_cast<std::size_t>(k)]);
         if (inner_edge[static_cast<std::size_t>(k)]) {
           ++edge_seen[static_cast<std::size_t>(e)];
+          new_eid[static_cast<std::size_t>(e)] = eid[static_cast<std::size_t>(k)];
           CHECK(eid[static_cast<std::size_t>(k)] >= efirst);
           CHECK(eid[static_cast<std::size_t>(k)] < elast);
           cross += owned.count(ds.src[static_cast<std::size_t>(e)]) == 0;
@@ -198,6 +204,11 @@ void check_against_graph(const fs::path& config, const distgraph::Dataset& ds, i
   CHECK(std::all_of(node_seen.begin(), node_seen.end(), [](int k) { return k == 1; }));
   CHECK(std::all_of(edge_seen.begin(), edge_seen.end(), [](int k) { return k == 1; }));
   CHECK(cfg.extra["cross_edges"].get<std::int64_t>() == cross);
+  // New edge IDs are a permutation of [0, m), and a halo copy of an edge carries its ID.
+  std::vector<std::int64_t> sorted(new_eid);
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t e = 0; e < m; ++e) REQUIRE(sorted[static_cast<std::size_t>(e)] == e);
+  for (const auto& [e, id] : halo_eids) REQUIRE(new_eid[static_cast<std::size_t>(e)] == id);
 }
 
 /// The homogeneous view of `d` that `distgraph chunk` writes (node type t's node i is node
@@ -283,6 +294,14 @@ void check_types(const fs::path& config, const distgraph::HeteroDataset& d) {
     for (auto id = b; id < e; ++id)
       REQUIRE(labels[id - b] ==
               d.label[static_cast<std::size_t>(orig[static_cast<std::size_t>(id - first)] - tb)]);
+    for (const auto& [mask, name] : {std::pair{&d.train_mask, "/train_mask"},
+                                     {&d.val_mask, "/val_mask"},
+                                     {&d.test_mask, "/test_mask"}}) {
+      const auto* flags = part.node_feats.at(d.target_ntype + name).data_as<bool>();
+      for (auto id = b; id < e; ++id)
+        REQUIRE(flags[id - b] ==
+                (*mask)[static_cast<std::size_t>(orig[static_cast<std::size_t>(id - first)] - tb)]);
+    }
   }
 }
 
@@ -407,7 +426,51 @@ TEST_CASE("distgraph chunk writes a typed folder as its homogeneous view, types 
     bad["node_data"]["arrays"]["nobody/feat"] = bad["node_data"]["arrays"]["paper/feat"];
     expect_refused(bad, "'nobody' is not a declared node type");
   }
+  {
+    auto bad = meta;
+    bad["node_type"][1] = bad["node_type"][0];
+    expect_refused(bad, "declared twice");
+  }
+  {
+    auto bad = meta;
+    bad["node_type"][0] = "..";
+    expect_refused(bad, "node type '..'");
+  }
+  {
+    auto bad = meta;
+    bad["num_nodes_per_type"][0] = -1;
+    bad["num_nodes_per_type"][1] = bad["num_nodes_per_type"][1].get<std::int64_t>() + 1 +
+                                   meta["num_nodes_per_type"][0].get<std::int64_t>();
+    expect_refused(bad, "negative");
+  }
+  {
+    auto bad = meta;
+    bad["edge_type"][0] = "paper:writes:nobody";
+    expect_refused(bad, "nobody");
+  }
   std::ofstream(meta_path) << meta.dump();
+  // An edge whose endpoint is not of its edge type's node type: IdOutOfRange naming the
+  // chunk file and the type (edge 0 is of the first edge type).
+  {
+    const fs::path dst0 = tmp / "chunks" / g.dst_files[0];
+    const auto keep = distgraph::read_npy_as<std::int64_t>(dst0);
+    std::vector<std::int64_t> bad(keep.begin(), keep.end());
+    const auto& first = d.types.edge_type(distgraph::EdgeType(0));
+    const auto wrong = first.dst_type == d.types.node_type_names()[0] ? 1 : 0;
+    bad[0] = d.types.node_range(distgraph::NodeType(wrong)).begin;
+    fs::remove(dst0);
+    distgraph::write_npy<std::int64_t>(dst0, bad);
+    const auto g2 = distgraph::read_chunked_graph(tmp / "chunks");
+    try {
+      (void)distgraph::read_edge_chunk(g2, 0);
+      FAIL("an edge between the wrong node types was accepted");
+    } catch (const distgraph::IdOutOfRange& e) {
+      CHECK_THAT(e.what(), Catch::Contains("dst-0.npy"));
+      CHECK_THAT(e.what(), Catch::Contains(first.dst_type + " node"));
+    }
+    fs::remove(dst0);
+    distgraph::write_npy<std::int64_t>(dst0, std::vector<std::int64_t>(keep.begin(), keep.end()));
+  }
   // One process cannot read a typed chunked folder as a homogeneous dataset: one line.
   const ProgramRun single = run({DISTGRAPH_CLI, "partition", "--input", (tmp / "chunks").string(),
                                  "--out", (tmp / "p").string()});

@@ -137,9 +137,13 @@ inline TypeMap chunked_types(const nlohmann::json& j, std::int64_t num_nodes,
     throw FormatError(where,
                       "node_type / num_nodes_per_type and edge_type / "
                       "num_edges_per_type must be non-empty lists of equal length");
-  auto sum = [](const std::vector<std::int64_t>& v) {
+  // Counts are checked one by one, so no sum can overflow.
+  auto sum = [&](const std::vector<std::int64_t>& v) {
     std::int64_t t = 0;
-    for (const auto c : v) t += c;
+    for (const auto c : v)
+      if (c < 0 || __builtin_add_overflow(t, c, &t))
+        throw FormatError(
+            where, "a type's count " + std::to_string(c) + " is negative or the counts overflow");
     return t;
   };
   if (sum(ncounts) != num_nodes || sum(ecounts) != num_edges)
@@ -155,8 +159,9 @@ inline TypeMap chunked_types(const nlohmann::json& j, std::int64_t num_nodes,
     canonical.push_back({e.substr(0, a), e.substr(a + 1, b - a - 1), e.substr(b + 1)});
   }
   for (const auto& t : ntypes)
-    if (t.empty() || t.find_first_of("/:") != std::string::npos)
-      throw FormatError(where, "node type '" + t + "': expected a name without '/' or ':'");
+    if (const auto why = bad_type_name(t); !why.empty() || t.find(':') != std::string::npos)
+      throw FormatError(where, "node type '" + t + "' " + (why.empty() ? "contains ':'" : why) +
+                                   "; expected a folder name without ':'");
   try {
     return TypeMap(ntypes, ncounts, canonical, ecounts);
   } catch (const InvalidArgument& e) {
@@ -278,16 +283,35 @@ inline ChunkedGraph read_chunked_graph(const std::filesystem::path& dir) {
 }
 
 /// Edge chunk `c`: its sources and destinations (mapped, not copied). With `check_ids`,
-/// throws IdOutOfRange naming the file for an ID outside [0, num_nodes).
+/// throws IdOutOfRange naming the file for an ID outside [0, num_nodes), or in a typed
+/// graph for an endpoint outside its edge type's source or destination node type.
 inline std::pair<Buffer<std::int64_t>, Buffer<std::int64_t>> read_edge_chunk(
     const ChunkedGraph& g, std::int64_t c, bool check_ids = true) {
   const auto i = static_cast<std::size_t>(c);
   auto src = read_npy_as<std::int64_t>(g.file(g.src_files[i]));
   auto dst = read_npy_as<std::int64_t>(g.file(g.dst_files[i]));
-  if (check_ids) {
-    for (const auto& [ids, rel] : {std::pair{&src, &g.src_files[i]}, {&dst, &g.dst_files[i]}})
-      for (const std::int64_t v : *ids)
-        if (v < 0 || v >= g.num_nodes) throw IdOutOfRange(g.file(*rel).string(), v, 0, g.num_nodes);
+  if (!check_ids) return {std::move(src), std::move(dst)};
+  for (const auto& [ids, rel] : {std::pair{&src, &g.src_files[i]}, {&dst, &g.dst_files[i]}})
+    for (const std::int64_t v : *ids)
+      if (v < 0 || v >= g.num_nodes) throw IdOutOfRange(g.file(*rel).string(), v, 0, g.num_nodes);
+  if (!g.typed) return {std::move(src), std::move(dst)};
+  // Typed: each edge's endpoints are nodes of its edge type's source and destination types.
+  const std::int64_t first = g.edge_bounds[i], last = g.edge_bounds[i + 1];
+  for (std::int32_t r = 0; r < g.types.num_edge_types(); ++r) {
+    const IdRange er = g.types.edge_range(EdgeType(r));
+    const auto& ct = g.types.edge_type(EdgeType(r));
+    const IdRange ends[2] = {g.types.node_range(g.types.node_type(ct.src_type)),
+                             g.types.node_range(g.types.node_type(ct.dst_type))};
+    for (auto e = std::max(first, er.begin); e < std::min(last, er.end); ++e)
+      for (int side = 0; side < 2; ++side) {
+        const std::int64_t v = (side == 0 ? src : dst)[static_cast<std::size_t>(e - first)];
+        if (v < ends[side].begin || v >= ends[side].end)
+          throw IdOutOfRange(g.file(side == 0 ? g.src_files[i] : g.dst_files[i]).string() +
+                                 ": edge " + std::to_string(e) + " of type " + ct.src_type + ":" +
+                                 ct.edge_type + ":" + ct.dst_type + ", " +
+                                 (side == 0 ? ct.src_type : ct.dst_type) + " node",
+                             v, ends[side].begin, ends[side].end);
+      }
   }
   return {std::move(src), std::move(dst)};
 }
@@ -364,8 +388,11 @@ ChunkedGraph write_chunked_folder(const std::string& name, const TypeMap& types,
   }
   for (const auto& in : arrays) {
     ChunkedArray a{in.name, in.dtype, in.shape, {}, in.ntype, in.first_id};
-    if (a.ntype >= 0)
-      fs::create_directories(out / "node_data" / types.node_type_name(NodeType(a.ntype)));
+    if (a.ntype >= 0) {
+      const auto folder = out / "node_data" / types.node_type_name(NodeType(a.ntype));
+      if (fs::create_directories(folder, ec); ec)
+        throw IoError(folder.string(), "cannot create folder: " + ec.message());
+    }
     const std::size_t rb = a.row_bytes();
     for (std::size_t c = 0; c + 1 < g.node_bounds.size(); ++c) {
       const IdRange rows = chunk_rows(g, a, c);

@@ -343,13 +343,25 @@ inline std::vector<std::int64_t> block_classes(const ChunkedGraph* g, std::int64
     for (std::int64_t v = first; v < first + count; ++v)
       cls[static_cast<std::size_t>(v - first)] = 4 + range_of(g->types.node_offsets(), v);
   }
+  // Typed: the target type's masks (dataset_meta's target_ntype, else the first type with
+  // a train mask), whose nodes are the split; untyped: the masks over every node.
+  std::string prefix;
+  if (g->typed) {
+    const auto& meta = g->dataset_meta;
+    if (meta.contains("target_ntype") && meta["target_ntype"].is_string())
+      prefix = meta["target_ntype"].get<std::string>() + "/";
+    else
+      for (const auto& a : g->node_data)
+        if (a.ntype >= 0 && a.name.substr(a.name.find('/') + 1) == "train_mask") {
+          prefix = a.name.substr(0, a.name.find('/') + 1);
+          break;
+        }
+  }
   const char* names[] = {"train_mask", "val_mask", "test_mask"};
   for (std::int64_t k = 2; k >= 0; --k) {
     const auto it =
-        std::find_if(g->node_data.begin(), g->node_data.end(), [&](const ChunkedArray& a) {
-          const auto slash = a.name.find('/');
-          return (slash == std::string::npos ? a.name : a.name.substr(slash + 1)) == names[k];
-        });
+        std::find_if(g->node_data.begin(), g->node_data.end(),
+                     [&](const ChunkedArray& a) { return a.name == prefix + names[k]; });
     if (it == g->node_data.end() || it->row_bytes() != 1) continue;
     const IdRange rows{std::max(block.begin, it->ids().begin), std::min(block.end, it->ids().end)};
     if (rows.end <= rows.begin) continue;
@@ -695,13 +707,31 @@ inline void check_same_metadata(const mpi::Comm& c, const DistPartitionInput& in
       in.chunked ? static_cast<std::int64_t>(in.chunked->node_data.size()) : 0};
   const std::int64_t rank0[3] = {c.broadcast(shape[0]), c.broadcast(shape[1]),
                                  c.broadcast(shape[2])};
+  // The types, as one hash of their names and counts (FNV-1a).
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::string_view bytes) {
+    for (const char ch : bytes) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+    h = (h ^ 0xffU) * 1099511628211ULL;  // a separator
+  };
+  if (in.chunked && in.chunked->typed) {
+    const TypeMap& t = in.chunked->types;
+    for (std::int32_t i = 0; i < t.num_node_types(); ++i)
+      mix(t.node_type_name(NodeType(i))), mix(std::to_string(t.num_nodes(NodeType(i))));
+    for (const auto& name : canonical_edge_type_names(t)) mix(name);
+    for (const auto off : t.edge_offsets()) mix(std::to_string(off));
+  }
+  const auto types = static_cast<std::int64_t>(h >> 1);
+  const bool same_types = c.broadcast(types) == types;
   mpi::all_or_none(c, [&] {
+    const std::string where = (input.chunked / chunked_metadata_name).string();
     if (!std::equal(shape, shape + 3, rank0))
-      throw FormatError((input.chunked / chunked_metadata_name).string(),
-                        "this rank's copy describes " + std::to_string(shape[0]) + " nodes, " +
-                            std::to_string(shape[1]) + " edges and " + std::to_string(shape[2]) +
-                            " node arrays; rank 0's " + std::to_string(rank0[0]) + ", " +
-                            std::to_string(rank0[1]) + " and " + std::to_string(rank0[2]));
+      throw FormatError(where, "this rank's copy describes " + std::to_string(shape[0]) +
+                                   " nodes, " + std::to_string(shape[1]) + " edges and " +
+                                   std::to_string(shape[2]) + " node arrays; rank 0's " +
+                                   std::to_string(rank0[0]) + ", " + std::to_string(rank0[1]) +
+                                   " and " + std::to_string(rank0[2]));
+    if (!same_types)
+      throw FormatError(where, "this rank's copy declares other node or edge types than rank 0's");
   });
 }
 
@@ -1078,7 +1108,9 @@ inline void send_node_array(const mpi::Comm& c, const DistInput& in, const DistR
     for (std::size_t i = 0; i < w.builds.size(); ++i) {
       const auto path =
           staging / ("part" + std::to_string(w.builds[i].part)) / "node_feat" / (a.name + ".npy");
-      std::filesystem::create_directories(path.parent_path());
+      std::error_code ec;
+      if (std::filesystem::create_directories(path.parent_path(), ec); ec)
+        throw IoError(path.parent_path().string(), "cannot create folder: " + ec.message());
       files[i].emplace(path, stored, rows_of(w.builds[i]).size(), cols);
     }
   });
