@@ -36,6 +36,8 @@ void report(const DistPartitionResult& r, const DistributedPartitionRequest& req
   nlohmann::json j = summary_json(r.summary, req.input);
   j["ranks"] = r.num_ranks;
   j["peak_rss_bytes_per_rank"] = r.peak_rss_per_rank;
+  j["block_nodes_per_rank"] = r.block_nodes_per_rank;
+  j["block_edges_per_rank"] = r.block_edges_per_rank;
   j["writer_of_part"] = r.writer_of_part;
   if (req.json) {
     std::printf("%s\n", j.dump().c_str());

@@ -89,6 +89,9 @@ struct DistPartitionOptions {
 struct DistPartitionResult {
   PartitionResult summary;
   std::vector<std::int64_t> peak_rss_per_rank;
+  /// The input nodes and in-edges each rank's block held (the blocks balance nodes +
+  /// in-edges; a rank's memory follows them).
+  std::vector<std::int64_t> block_nodes_per_rank, block_edges_per_rank;
   std::vector<std::int32_t> writer_of_part;  ///< the rank that wrote each partition
   std::int64_t num_ranks = 1;
 };
@@ -115,6 +118,7 @@ struct NodeRecord {
 struct Blocks {
   std::vector<std::int64_t> start;  ///< size + 1 offsets
   Blocks(std::int64_t n, int size) : start(even_bounds(n, size)) {}
+  explicit Blocks(std::vector<std::int64_t> offsets) : start(std::move(offsets)) {}
   int owner(std::int64_t v) const {
     return static_cast<int>(std::upper_bound(start.begin(), start.end(), v) - start.begin()) - 1;
   }
@@ -123,6 +127,44 @@ struct Blocks {
     return start[static_cast<std::size_t>(r) + 1] - start[static_cast<std::size_t>(r)];
   }
 };
+
+/// Counts of in-edges per bucket of node IDs: the input to balanced_blocks. Bucket b holds
+/// IDs [b * width, (b + 1) * width); at most 2^16 buckets.
+struct InEdgeHistogram {
+  std::int64_t n = 0, width = 1;
+  std::vector<std::int64_t> count;
+  explicit InEdgeHistogram(std::int64_t nodes)
+      : n(nodes), width(std::max<std::int64_t>(1, (nodes + 65535) / 65536)) {
+    count.assign(static_cast<std::size_t>((n + width - 1) / width), 0);
+  }
+  void add(std::int64_t dst) { ++count[static_cast<std::size_t>(dst / width)]; }
+};
+
+/// Blocks whose ranks hold about the same nodes + in-edges (a rank's memory is mostly its
+/// block's in-edges: on R-MAT, even blocks left the rank holding the hubs 1.7x the mean),
+/// cut at bucket edges from every rank's histogram `h`. Collective.
+inline Blocks balanced_blocks(const mpi::Comm& c, const InEdgeHistogram& h) {
+  std::vector<std::int64_t> all(h.count);
+  c.sum(all);
+  auto nodes_in = [&](std::size_t b) {
+    return std::min(h.n, static_cast<std::int64_t>(b + 1) * h.width) -
+           static_cast<std::int64_t>(b) * h.width;
+  };
+  std::int64_t total = 0;
+  for (std::size_t b = 0; b < all.size(); ++b) total += all[b] + nodes_in(b);
+  std::vector<std::int64_t> start(static_cast<std::size_t>(c.size) + 1, h.n);
+  start[0] = 0;
+  std::int64_t acc = 0;
+  std::size_t r = 1;
+  for (std::size_t b = 0; b < all.size() && r < static_cast<std::size_t>(c.size); ++b) {
+    acc += all[b] + nodes_in(b);
+    // Rank r starts once the ranks before it hold their share (total * r / size, exact).
+    while (r < static_cast<std::size_t>(c.size) &&
+           static_cast<__int128>(acc) * c.size >= static_cast<__int128>(total) * r)
+      start[r++] = std::min(h.n, static_cast<std::int64_t>(b + 1) * h.width);
+  }
+  return Blocks(std::move(start));
+}
 
 /// The in-edges of a rank's block of input node IDs, as a CSC.
 struct InEdges {
@@ -198,8 +240,9 @@ InEdges in_edges_from(const std::vector<Record>& records, std::int64_t first, st
   return g;
 }
 
-/// Step 1 from a chunked folder: this rank's edge chunks, sent to the destinations' owners.
-inline InEdges read_in_edges(const mpi::Comm& c, const ChunkedGraph& g, const Blocks& nodes) {
+/// Step 1 from a chunked folder: this rank's edge chunks, sent to the destinations' owners,
+/// whose blocks (`nodes`, set here) balance nodes + in-edges. Collective.
+inline InEdges read_in_edges(const mpi::Comm& c, const ChunkedGraph& g, Blocks& nodes) {
   const auto chunks = even_bounds(g.num_edge_chunks(), c.size);
   std::vector<std::int64_t> src, dst, eid;
   mpi::all_or_none(c, [&] {
@@ -213,6 +256,9 @@ inline InEdges read_in_edges(const mpi::Comm& c, const ChunkedGraph& g, const Bl
         eid.push_back(i);
     }
   });
+  InEdgeHistogram hist(g.num_nodes);
+  for (const auto v : dst) hist.add(v);
+  nodes = balanced_blocks(c, hist);
   const auto [order, off] =
       group_by_rank(static_cast<std::int64_t>(dst.size()), c.size,
                     [&](std::int64_t i) { return nodes.owner(dst[static_cast<std::size_t>(i)]); });
@@ -230,20 +276,28 @@ inline InEdges read_in_edges(const mpi::Comm& c, const ChunkedGraph& g, const Bl
 }
 
 /// Step 1 for R-MAT: this rank's random streams, each edge (u, v) without loops sent both
-/// ways; repeats dropped at the owner. Streams are generated again for each destination
+/// ways to the owners of blocks (`nodes`, set here) that balance nodes + in-edges; repeats
+/// dropped at the owner. Streams are generated again for each destination
 /// rather than held: memory stays at what the owner receives.
-inline InEdges generate_in_edges(const mpi::Comm& c, const RmatOptions& r, const Blocks& nodes) {
+inline InEdges generate_in_edges(const mpi::Comm& c, const RmatOptions& r, Blocks& nodes) {
   const auto streams = even_bounds(rmat_num_streams(r), c.size);
   const auto k0 = streams[static_cast<std::size_t>(c.rank)];
   const auto k1 = streams[static_cast<std::size_t>(c.rank) + 1];
   const auto p = static_cast<std::size_t>(c.size);
-  std::vector<std::int64_t> count(p, 0);
+  // One pass counts what every bucket of IDs receives; the blocks (set here) balance that,
+  // and this rank's count for each owner is its buckets' sum (blocks end on bucket edges).
+  InEdgeHistogram hist(std::int64_t{1} << r.scale);
   for (auto k = k0; k < k1; ++k)
     rmat_stream(r, k, [&](std::int64_t u, std::int64_t v) {
       if (u == v) return;
-      ++count[static_cast<std::size_t>(nodes.owner(v))];
-      ++count[static_cast<std::size_t>(nodes.owner(u))];
+      hist.add(v);
+      hist.add(u);
     });
+  nodes = balanced_blocks(c, hist);
+  std::vector<std::int64_t> count(p, 0);
+  for (std::size_t b = 0; b < hist.count.size(); ++b)
+    count[static_cast<std::size_t>(nodes.owner(static_cast<std::int64_t>(b) * hist.width))] +=
+        hist.count[b];
   // Per destination: the stream it is in and how many of that stream's records for it
   // were already sent.
   std::vector<std::int64_t> stream(p, k0), skip(p, 0);
@@ -1402,6 +1456,9 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
   const std::size_t first_stage = progress.stages().size();
   stage("read input");
   DistInput in = read_input(c, input, graph_name, num_parts, opts);
+  const auto block_nodes = c.all_gather(std::vector<std::int64_t>{in.g.count});
+  const auto block_edges =
+      c.all_gather(std::vector<std::int64_t>{static_cast<std::int64_t>(in.g.src.size())});
 
   stage("assign partitions");
   DistAssignment a = assign_distributed(c, in, num_parts, opts);
@@ -1453,6 +1510,8 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     if (staging.host_leader()) write_partition_config(result.summary.config);
   });
   result.peak_rss_per_rank = c.all_gather(std::vector<std::int64_t>{peak_rss_bytes()});
+  result.block_nodes_per_rank = block_nodes;
+  result.block_edges_per_rank = block_edges;
   result.summary.peak_rss_bytes =
       *std::max_element(result.peak_rss_per_rank.begin(), result.peak_rss_per_rank.end());
   c.barrier();
