@@ -352,6 +352,24 @@ TEST_CASE("distgraph chunk writes chunks that read back as the dataset, the meta
   CHECK(std::equal(back.train_mask.begin(), back.train_mask.end(), ds.train_mask.begin(),
                    ds.train_mask.end()));
   CHECK(back.num_classes == ds.num_classes);
+  // The built-in SBM graph at a size given on the command line, as sbm_dataset makes it.
+  const ProgramRun sbm = run({DISTGRAPH_CLI, "chunk", "sbm", "--sbm-nodes", "700", "--sbm-classes",
+                              "3", "--sbm-degree", "6", "--sbm-feat-dim", "4", "--seed", "5",
+                              "--chunks", "2", "--out", (tmp / "sbm").string()});
+  INFO(sbm.output);
+  REQUIRE(sbm.exit_code == 0);
+  distgraph::SbmOptions o;
+  o.num_nodes = 700;
+  o.num_classes = 3;
+  o.avg_degree = 6;
+  o.feat_dim = 4;
+  o.seed = 5;
+  const auto want = distgraph::sbm_dataset(o);
+  const auto got = distgraph::load_chunked_dataset(tmp / "sbm");
+  CHECK(std::equal(got.src.begin(), got.src.end(), want.src.begin(), want.src.end()));
+  CHECK(std::equal(got.dst.begin(), got.dst.end(), want.dst.begin(), want.dst.end()));
+  CHECK(std::equal(got.feat.begin(), got.feat.end(), want.feat.begin(), want.feat.end()));
+  CHECK(got.num_classes == 3);
 }
 
 TEST_CASE("distgraph chunk writes a typed folder as its homogeneous view, types declared",
