@@ -24,8 +24,7 @@ SbmOptions sbm_options(const Args& args) {
   SbmOptions o;
   o.num_nodes = args.get_int("sbm-nodes", o.num_nodes, 2, std::int64_t{1} << 32);
   o.num_classes = static_cast<int>(args.get_int("sbm-classes", o.num_classes, 1, 1 << 16));
-  o.avg_degree = static_cast<double>(
-      args.get_int("sbm-degree", static_cast<std::int64_t>(o.avg_degree), 1, 1 << 16));
+  o.avg_degree = args.get_double("sbm-degree", o.avg_degree, 0.01, 65536);
   o.feat_dim = args.get_int("sbm-feat-dim", o.feat_dim, 0, 1 << 16);
   o.seed = static_cast<std::uint64_t>(
       args.get_int("seed", static_cast<std::int64_t>(o.seed), 0, INT64_MAX));
@@ -63,16 +62,19 @@ int run_chunk(std::vector<std::string> argv) {
   const std::int64_t chunks = args.get_int("chunks", 4, 1, 1 << 20);
   const std::int64_t node_chunks = args.get_int("node-chunks", chunks, 1, 1 << 20);
   Stopwatch timer;
+  if (input != "sbm")
+    for (const char* o : {"sbm-nodes", "sbm-classes", "sbm-degree", "sbm-feat-dim", "seed"})
+      if (args.has(o))
+        throw UsageError(std::string("chunk: --") + o +
+                         " is an option of the built-in graph `sbm`");
   // A typed folder is chunked as its homogeneous view, with its types in the metadata.
   const ChunkedGraph g = [&] {
     if (is_hetero_input(input)) {
       const HeteroDataset d = load_hetero_input(input);
       return write_chunked(d, *out, chunks, std::min(node_chunks, d.num_nodes()));
     }
-    std::error_code ec;
-    const Dataset ds = input == "sbm" && !std::filesystem::exists(input, ec)
-                           ? sbm_dataset(sbm_options(args))
-                           : load_dataset(input);
+    // `sbm` is the built-in graph, as for partition --input; its options go nowhere else.
+    const Dataset ds = input == "sbm" ? sbm_dataset(sbm_options(args)) : load_dataset(input);
     return write_chunked(ds, *out, chunks, std::min(node_chunks, ds.num_nodes));
   }();
   const nlohmann::json j = {{"input", input},

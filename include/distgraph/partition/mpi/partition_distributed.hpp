@@ -142,27 +142,35 @@ struct InEdgeHistogram {
 
 /// Blocks whose ranks hold about the same nodes + in-edges (a rank's memory is mostly its
 /// block's in-edges: on R-MAT, even blocks left the rank holding the hubs 1.7x the mean),
-/// cut at bucket edges from every rank's histogram `h`. Collective.
+/// cut at bucket edges from every rank's histogram `h`. Every rank gets at least one
+/// bucket where there are as many buckets as ranks: PT-Scotch fails on a rank without
+/// vertices, and one heavy bucket would otherwise leave the ranks after it empty.
+/// Collective.
 inline Blocks balanced_blocks(const mpi::Comm& c, const InEdgeHistogram& h) {
   std::vector<std::int64_t> all(h.count);
   c.sum(all);
-  auto nodes_in = [&](std::size_t b) {
-    return std::min(h.n, static_cast<std::int64_t>(b + 1) * h.width) -
-           static_cast<std::int64_t>(b) * h.width;
-  };
+  const auto B = static_cast<std::int64_t>(all.size());
+  const auto P = static_cast<std::size_t>(c.size);
+  auto nodes_in = [&](std::int64_t b) { return std::min(h.n, (b + 1) * h.width) - b * h.width; };
   std::int64_t total = 0;
-  for (std::size_t b = 0; b < all.size(); ++b) total += all[b] + nodes_in(b);
-  std::vector<std::int64_t> start(static_cast<std::size_t>(c.size) + 1, h.n);
-  start[0] = 0;
+  for (std::int64_t b = 0; b < B; ++b) total += all[static_cast<std::size_t>(b)] + nodes_in(b);
+  // first[r]: the first bucket of rank r; rank r starts once the ranks before it hold their
+  // share (total * r / size, compared exactly).
+  std::vector<std::int64_t> first(P + 1, B);
+  first[0] = 0;
   std::int64_t acc = 0;
   std::size_t r = 1;
-  for (std::size_t b = 0; b < all.size() && r < static_cast<std::size_t>(c.size); ++b) {
-    acc += all[b] + nodes_in(b);
-    // Rank r starts once the ranks before it hold their share (total * r / size, exact).
-    while (r < static_cast<std::size_t>(c.size) &&
-           static_cast<__int128>(acc) * c.size >= static_cast<__int128>(total) * r)
-      start[r++] = std::min(h.n, static_cast<std::int64_t>(b + 1) * h.width);
+  for (std::int64_t b = 0; b < B && r < P; ++b) {
+    acc += all[static_cast<std::size_t>(b)] + nodes_in(b);
+    while (r < P && static_cast<__int128>(acc) * c.size >= static_cast<__int128>(total) * r)
+      first[r++] = b + 1;
   }
+  if (B >= c.size) {
+    for (std::size_t i = 1; i < P; ++i) first[i] = std::max(first[i], first[i - 1] + 1);
+    for (std::size_t i = P - 1; i >= 1; --i) first[i] = std::min(first[i], first[i + 1] - 1);
+  }
+  std::vector<std::int64_t> start(P + 1);
+  for (std::size_t i = 0; i <= P; ++i) start[i] = std::min(h.n, first[i] * h.width);
   return Blocks(std::move(start));
 }
 
@@ -889,6 +897,15 @@ inline DistAssignment ptscotch_assignment(const mpi::Comm& c, const DistInput& i
           ? opts.hub_degree
           : std::max<std::int64_t>(64, 16 * c.sum(static_cast<std::int64_t>(all_nbrs.size())) /
                                            std::max<std::int64_t>(in.n, 1));
+  // PT-Scotch fails on a rank without vertices (blocks give every rank one when there
+  // are at least as many nodes as ranks).
+  const bool empty_rank = c.max(g.count == 0 ? 1 : 0) == 1;
+  mpi::all_or_none(c, [&] {
+    if (empty_rank)
+      throw InvalidArgument(std::to_string(in.n) + " nodes on " + std::to_string(c.size) +
+                            " ranks leave a rank without nodes, which PT-Scotch cannot "
+                            "partition; use fewer ranks or --method random");
+  });
   std::vector<std::int64_t> local_hubs;
   for (std::int64_t v = 0; v < g.count; ++v)
     if (all_rows[static_cast<std::size_t>(v) + 1] - all_rows[static_cast<std::size_t>(v)] >
