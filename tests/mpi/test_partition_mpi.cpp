@@ -612,7 +612,7 @@ TEST_CASE("the ranks' blocks of a skewed graph hold about the same nodes + in-ed
   CHECK(std::max(w0, w1) / std::min(w0, w1) < 1.1);
 }
 
-TEST_CASE("one heavy node leaves no rank empty; more ranks than nodes is one clear error",
+TEST_CASE("one heavy node leaves no rank empty, and more ranks than nodes is one clear error",
           "[mpi][partition][bad_input]") {
   REQUIRE_MPI();
   const TempDir tmp;

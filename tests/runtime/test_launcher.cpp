@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@
 
 #include "distgraph/io/synthetic.hpp"
 #include "distgraph/partition/partition_dataset.hpp"
+#include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/runtime/launcher.hpp"
 #include "support/child_process.hpp"
 #include "support/free_port.hpp"
 #include "support/machine_storage.hpp"
@@ -366,5 +369,26 @@ TEST_CASE("launch tests need the distgraph program and the examples", "[integrat
   WARN("SKIPPED: built without DISTGRAPH_BUILD_TOOLS or DISTGRAPH_BUILD_EXAMPLES");
 }
 #endif
+
+TEST_CASE("the trainers' meeting port is never one of the servers' ports", "[runtime]") {
+  // The servers listen only once launched, so the system may offer one of their ports as
+  // free: give the servers every port it hands out, and no port may come back.
+  if (std::getenv("MASTER_PORT") != nullptr) {
+    WARN("SKIPPED: MASTER_PORT is set, and it wins over any port found free");
+    return;
+  }
+  int lo = 32768, hi = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> lo >> hi;
+  LaunchOptions o;
+  o.servers = hi - lo + 1;
+  const IpConfig all =
+      parse_ip_config("127.0.0.1 " + std::to_string(lo) + "\n", "ip.txt", o.servers);
+  CHECK_THROWS_AS(detail::master_port(o, all), IoError);
+  o.servers = 1;
+  const IpConfig one = parse_ip_config("127.0.0.1 " + std::to_string(lo) + "\n", "ip.txt", 1);
+  const int port = std::stoi(detail::master_port(o, one));
+  CHECK(port > 0);
+  CHECK(port != lo);
+}
 
 }  // namespace test_runtime_launcher

@@ -64,10 +64,10 @@ class MachineError : public Error {
 /// What `distgraph launch` starts.
 struct LaunchOptions {
   std::filesystem::path ip_config, part_config;
-  std::int32_t servers = 1;              ///< per machine: 1 main + servers-1 backups
-  std::int32_t trainers = 1;             ///< per machine
-  std::filesystem::path workspace;       ///< working folder of every process (default: cwd)
-  std::filesystem::path secret_file;     ///< passed by path, never by value
+  std::int32_t servers = 1;           ///< per machine: 1 main + servers-1 backups
+  std::int32_t trainers = 1;          ///< per machine
+  std::filesystem::path workspace;    ///< working folder of every process (default: cwd)
+  std::filesystem::path secret_file;  ///< passed by path, never by value
   /// Every process's TLS settings (DISTGRAPH_NO_TLS, DISTGRAPH_TLS_*): certificate paths
   /// name files on each machine, like the secret file.
   TlsOptions tls;
@@ -319,12 +319,20 @@ inline void check_remote_machines(const LaunchOptions& o, const std::vector<Laun
 
 /// The port the trainers' process group meets on at the first machine: MASTER_PORT when
 /// set; else a free port here when the first machine is this one and the launch is real;
-/// else the first machine's server port + 1000.
+/// else the first machine's server port + 1000. A port found free here is none of the
+/// servers' ports: they are not listening yet, so the system may hand out one of them.
 inline std::string master_port(const LaunchOptions& o, const IpConfig& ip) {
   if (const char* mp = std::getenv("MASTER_PORT")) return mp;
   const bool master_local = is_local_address(ip.machines[0].ip);
-  return std::to_string(master_local && !o.dry_run ? free_local_port()
-                                                   : ip.machines[0].port + 1000);
+  if (!master_local || o.dry_run) return std::to_string(ip.machines[0].port + 1000);
+  auto a_server_port = [&](int port) {
+    for (const auto& m : ip.machines)
+      if (port >= m.port && port < m.port + o.servers) return true;
+    return false;
+  };
+  for (int attempt = 0; attempt < 100; ++attempt)
+    if (const int p = free_local_port(); p != 0 && !a_server_port(p)) return std::to_string(p);
+  throw IoError("127.0.0.1", "no free port for the trainers' process group");
 }
 
 /// Points `p` at its own file of the job's trace (--trace), named after its label, so
