@@ -612,8 +612,7 @@ TEST_CASE("the ranks' blocks of a skewed graph hold about the same nodes + in-ed
   CHECK(std::max(w0, w1) / std::min(w0, w1) < 1.1);
 }
 
-TEST_CASE("one heavy node leaves no rank empty, and more ranks than nodes is one clear error",
-          "[mpi][partition][bad_input]") {
+TEST_CASE("one heavy node leaves no rank of a PT-Scotch run empty", "[mpi][partition]") {
   REQUIRE_MPI();
   const TempDir tmp;
   // Node 0 receives 3 edges from every other node, each other node one: balanced on
@@ -637,13 +636,6 @@ TEST_CASE("one heavy node leaves no rank empty, and more ranks than nodes is one
   REQUIRE(nodes.size() == 4);
   for (const int k : nodes) CHECK(k > 0);
   check_against_graph(tmp / "p" / "star.json", star, 1);
-  // 2 nodes (rmat:1) on 4 ranks: PT-Scotch cannot run with a rank holding none.
-  const ProgramRun few = run(
-      mpirun_partition(4, {"--input", "rmat:1", "--parts", "2", "--out", (tmp / "few").string()}));
-  INFO(few.output);
-  CHECK(few.exit_code != 0);
-  CHECK(few.output.find("leave a rank without nodes") != std::string::npos);
-  CHECK(!fs::exists(tmp / "few" / "rmat1.json"));
 }
 
 TEST_CASE(
@@ -696,8 +688,10 @@ TEST_CASE(
   expect_failure("counts that disagree with the chunks", "src-0.npy");
 }
 
-TEST_CASE("partition --distributed outside MPI, and K above the node count, are one clear line",
-          "[mpi][bad_input]") {
+TEST_CASE(
+    "partition --distributed outside MPI, K above the node count, and more ranks than nodes "
+    "are one clear line",
+    "[mpi][bad_input]") {
   REQUIRE_MPI();
   const TempDir tmp;
   const ProgramRun alone = run({DISTGRAPH_CLI, "partition", "--distributed", "--input", "rmat:8",
@@ -706,12 +700,20 @@ TEST_CASE("partition --distributed outside MPI, and K above the node count, are 
   CHECK(alone.exit_code == 2);
   CHECK(alone.output.find("mpirun -n P") != std::string::npos);
   CHECK(std::count(alone.output.begin(), alone.output.end(), '\n') == 1);
-  const ProgramRun many = run(
-      mpirun_partition(2, {"--input", "rmat:4", "--parts", "100", "--out", (tmp / "p").string()}));
-  INFO(many.output);
-  CHECK(many.exit_code != 0);
-  CHECK(many.output.find("num_parts 100: expected [1, 16]") != std::string::npos);
-  CHECK(!fs::exists(tmp / "p" / "rmat4.json"));
+  // Refused by every rank: non-zero, the reason given, no config written.
+  auto refused = [&](int ranks, const std::string& input, const std::string& parts,
+                     const std::string& reason) {
+    INFO(ranks << " ranks, " << input << ", " << parts << " parts");
+    const ProgramRun r = run(mpirun_partition(
+        ranks, {"--input", input, "--parts", parts, "--out", (tmp / "p").string()}));
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(reason) != std::string::npos);
+    CHECK(!fs::exists(tmp / "p" / ("rmat" + input.substr(5) + ".json")));
+  };
+  refused(2, "rmat:4", "100", "num_parts 100: expected [1, 16]");
+  // 2 nodes on 4 ranks: PT-Scotch cannot run with a rank holding none.
+  refused(4, "rmat:1", "2", "leave a rank without nodes");
 }
 
 TEST_CASE("a rank killed mid-run ends the job non-zero and leaves no partition config",

@@ -508,19 +508,7 @@ inline ChunkedGraph write_chunked(const HeteroDataset& d, const std::filesystem:
   return detail::write_chunked_folder(
       d.name, types, true,
       [&](std::int64_t b, std::int64_t e, std::int64_t* src, std::int64_t* dst) {
-        for (std::int32_t r = 0; r < types.num_edge_types(); ++r) {
-          const IdRange er = types.edge_range(EdgeType(r));
-          const std::int64_t from = std::max(b, er.begin), to = std::min(e, er.end);
-          const auto& c = types.edge_type(EdgeType(r));
-          const std::int64_t so = types.node_range(types.node_type(c.src_type)).begin;
-          const std::int64_t dof = types.node_range(types.node_type(c.dst_type)).begin;
-          const auto& s = d.src[static_cast<std::size_t>(r)];
-          const auto& t = d.dst[static_cast<std::size_t>(r)];
-          for (std::int64_t i = from; i < to; ++i) {
-            src[i - b] = s[static_cast<std::size_t>(i - er.begin)] + so;
-            dst[i - b] = t[static_cast<std::size_t>(i - er.begin)] + dof;
-          }
-        }
+        homogeneous_edges(d, b, e, src, dst);
       },
       arrays, std::move(meta), out, edge_chunks, node_chunks);
 }

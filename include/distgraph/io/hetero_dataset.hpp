@@ -498,6 +498,27 @@ inline void read_target_labels(const std::filesystem::path& dir, const TypedMeta
 
 }  // namespace detail
 
+/// Input edges [begin, end) of `d`'s homogeneous view into `src` / `dst` (end - begin
+/// each): edge type r's i-th edge is edge `d.types.edge_range(r).begin + i`, and node type
+/// t's node i is node `d.types.node_range(t).begin + i` (DGL's `to_homogeneous`).
+inline void homogeneous_edges(const HeteroDataset& d, std::int64_t begin, std::int64_t end,
+                              std::int64_t* src, std::int64_t* dst) {
+  const TypeMap& types = d.types;
+  for (std::int32_t r = 0; r < types.num_edge_types(); ++r) {
+    const IdRange er = types.edge_range(EdgeType(r));
+    const std::int64_t from = std::max(begin, er.begin), to = std::min(end, er.end);
+    const auto& c = types.edge_type(EdgeType(r));
+    const std::int64_t so = types.node_range(types.node_type(c.src_type)).begin;
+    const std::int64_t dof = types.node_range(types.node_type(c.dst_type)).begin;
+    const auto& s = d.src[static_cast<std::size_t>(r)];
+    const auto& t = d.dst[static_cast<std::size_t>(r)];
+    for (std::int64_t i = from; i < to; ++i) {
+      src[i - begin] = s[static_cast<std::size_t>(i - er.begin)] + so;
+      dst[i - begin] = t[static_cast<std::size_t>(i - er.begin)] + dof;
+    }
+  }
+}
+
 /// Loads and validates a typed dataset folder. meta.json must hold "ntypes" ({type:
 /// count}) and "etypes" ([src, etype, dst] string triples); "num_edges", "feat_dims",
 /// "featureless_ntypes", "target_ntype", "num_classes", "split" and "name" are optional

@@ -20,18 +20,7 @@ namespace distgraph {
 inline Graph hetero_graph(const HeteroDataset& d, unsigned num_threads = 0) {
   const auto m = static_cast<std::size_t>(d.num_edges());
   std::vector<std::int64_t> src(m), dst(m);
-  for (std::int32_t r = 0; r < d.types.num_edge_types(); ++r) {
-    const auto& c = d.types.edge_type(EdgeType(r));
-    const std::int64_t so = d.types.node_range(d.types.node_type(c.src_type)).begin;
-    const std::int64_t dof = d.types.node_range(d.types.node_type(c.dst_type)).begin;
-    const auto at = static_cast<std::size_t>(d.types.edge_range(EdgeType(r)).begin);
-    const auto& s = d.src[static_cast<std::size_t>(r)];
-    const auto& t = d.dst[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      src[at + i] = s[i] + so;
-      dst[at + i] = t[i] + dof;
-    }
-  }
+  homogeneous_edges(d, 0, d.num_edges(), src.data(), dst.data());
   Coo coo{d.num_nodes(), Buffer<std::int64_t>(std::move(src)),
           Buffer<std::int64_t>(std::move(dst))};
   BuildOptions b;
