@@ -26,11 +26,13 @@
 // Each partitioning runs in its own forked child (fork, then the child reports over a pipe).
 //
 //   bench_partition --distributed 1,2,4 [--scale S] [--edge-factor K] [--parts P]
-//                   [--dist-method metis|random] [--mpirun PATH] [--json]
+//                   [--dist-method metis|random] [--dist-partitioner ptscotch|zoltan]
+//                   [--balance-edges] [--mpirun PATH] [--json]
 //
 // partitions the same R-MAT graph with `mpirun -n R distgraph partition --distributed
-// --input rmat:S:K --method M` for each R listed (the ranks generate the graph between them; issue
-// 33) and compares, in the same run, with gpmetis and the single-process `distgraph partition
+// --input rmat:S:K --method M --partitioner L` for each R listed (the ranks generate the graph
+// between them; issue 33) and compares, in the same run, with gpmetis and the single-process
+// `distgraph partition
 // --input rmat:S:K` on that graph (no features: the ranks generate none):
 //   dist_partition_edge_cut  directed cut edges of the R-rank partition; bound = 2 x the
 //                            edgecut gpmetis reports (its undirected count). ratio = bound /
@@ -39,6 +41,10 @@
 //   dist_partition_peak_rss  the largest rank's peak RSS; bound = 1.3 x the single-process
 //                            `distgraph partition` peak / R + 256 MiB (a rank's MPI runtime
 //                            and the program itself). ratio = bound / value; goal >= 1.
+// With --balance-edges, every partitioner balances in-edges as well (the ranks' vertex
+// weight 1 + in-degree, METIS's second constraint): then dist_partition_edge_cut's bound is
+// the single-process `distgraph partition --balance-edges` cut (bound_name
+// single_process_balance_edges_cut), as gpmetis balances nodes only.
 #include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
@@ -97,6 +103,9 @@ struct Args {
   std::vector<int> distributed;  ///< rank counts for the dist_partition_* figures
   /// The ranks' --method: metis (PT-Scotch) or random, which scales where PT-Scotch does not.
   std::string dist_method = "metis";
+  /// --method metis's library under MPI: ptscotch or zoltan (`--partitioner`).
+  std::string dist_partitioner = "ptscotch";
+  bool balance_edges = false;  ///< --balance-edges for the ranks and the single process
   std::string keep;  ///< output folder to keep; empty = a temporary folder, removed at exit
 };
 
@@ -106,7 +115,9 @@ struct Args {
                "[--parts P] [--feat-dim D] [--threads T] [--runs R] [--gpmetis PATH] "
                "[--keep DIR] [--json]\n       bench_partition --distributed R1,R2,... "
                "[--scale S] [--edge-factor K] [--parts P] [--dist-method metis|random]\n"
-               "                       [--mpirun PATH] [--json]\n",
+               "                       [--dist-partitioner ptscotch|zoltan] [--balance-edges] "
+               "[--mpirun PATH] "
+               "[--json]\n",
                why.c_str());
   std::exit(2);
 }
@@ -116,6 +127,10 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--json") continue;
+    if (flag == "--balance-edges") {
+      a.balance_edges = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("missing value after " + flag);
     const std::string value = argv[++i];
     if (flag == "--keep") {
@@ -140,6 +155,11 @@ Args parse(int argc, char** argv) {
     if (flag == "--dist-method") {
       if (value != "metis" && value != "random") usage("--dist-method: metis or random");
       a.dist_method = value;
+      continue;
+    }
+    if (flag == "--dist-partitioner") {
+      if (value != "ptscotch" && value != "zoltan") usage("--dist-partitioner: ptscotch or zoltan");
+      a.dist_partitioner = value;
       continue;
     }
     if (flag == "--gpmetis") {
@@ -300,11 +320,12 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 /// The single-process `distgraph partition` of the same graph, the peak-RSS bound's base:
 /// its wall seconds and its report.
-std::pair<double, json> run_single_process(const std::string& spec, std::int64_t parts,
+std::pair<double, json> run_single_process(const Args& args, const std::string& spec,
                                            const fs::path& root) {
   auto result = run_for_json(std::string(DISTGRAPH_CLI) + " partition --input " + spec +
-                             " --parts " + std::to_string(parts) + " --out " +
-                             (root / "single").string() + " --json 2>/dev/null");
+                             (args.balance_edges ? " --balance-edges" : "") + " --parts " +
+                             std::to_string(args.parts) + " --out " + (root / "single").string() +
+                             " --json 2>/dev/null");
   fs::remove_all(root / "single");
   return result;
 }
@@ -315,8 +336,9 @@ std::pair<double, json> run_ranks(const Args& args, int ranks, const std::string
   auto result = run_for_json(
       args.mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
       std::to_string(ranks) + " " + DISTGRAPH_CLI + " partition --distributed --input " + spec +
-      " --method " + args.dist_method + " --parts " + std::to_string(args.parts) + " --out " +
-      (root / "dist").string() + " --json 2>/dev/null");
+      " --method " + args.dist_method + " --partitioner " + args.dist_partitioner +
+      (args.balance_edges ? " --balance-edges" : "") + " --parts " + std::to_string(args.parts) +
+      " --out " + (root / "dist").string() + " --json 2>/dev/null");
   fs::remove_all(root / "dist");
   return result;
 }
@@ -325,6 +347,7 @@ std::pair<double, json> run_ranks(const Args& args, int ranks, const std::string
 struct DistBaseline {
   GpmetisRun gp;
   double single_peak = 0;
+  bool balance_edges = false;
   json params;  ///< the graph, gpmetis's and the single process's figures
 };
 
@@ -341,8 +364,10 @@ void report_ranks(Reporter& rep, int ranks, double secs, const json& r, const Di
   rep.add(Figure{.figure = "dist_partition_edge_cut",
                  .value = r["edge_cut"].get<double>(),
                  .unit = "edges",
-                 .bound = 2.0 * static_cast<double>(base.gp.edge_cut),
-                 .bound_name = "gpmetis_edgecut_directed",
+                 .bound = base.balance_edges ? base.params["single_process_edge_cut"].get<double>()
+                                             : 2.0 * static_cast<double>(base.gp.edge_cut),
+                 .bound_name = base.balance_edges ? "single_process_balance_edges_cut"
+                                                  : "gpmetis_edgecut_directed",
                  .kind = Kind::time,
                  .params = params,
                  .label = label});
@@ -387,7 +412,8 @@ int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
   fs::remove(metis_file);
   fs::remove(root / ("graph.metis.part." + std::to_string(args.parts)));
   rep.note("single-process distgraph partition ...");
-  const auto [single_s, single] = run_single_process(spec, args.parts, root);
+  const auto [single_s, single] = run_single_process(args, spec, root);
+  base.balance_edges = args.balance_edges;
   base.single_peak = single["peak_rss_bytes"].get<double>();
   base.params = {{"scale", args.scale},
                  {"edge_factor", args.edge_factor},
@@ -399,7 +425,9 @@ int run_distributed(const Args& args, Reporter& rep, const fs::path& root) {
                  {"gpmetis_max_rss_bytes", base.gp.max_rss_bytes},
                  {"single_process_s", single_s},
                  {"single_process_peak_rss_bytes", base.single_peak},
-                 {"single_process_edge_cut", single["edge_cut"]}};
+                 {"single_process_edge_cut", single["edge_cut"]},
+                 {"single_process_edge_balance", single["edge_balance"]},
+                 {"balance_edges", args.balance_edges}};
   for (const int ranks : args.distributed) {
     rep.note("mpirun -n " + std::to_string(ranks) + " distgraph partition --distributed ...");
     const auto [secs, r] = run_ranks(args, ranks, spec, root);

@@ -17,6 +17,7 @@ packages=(
   python3-numpy
   openmpi-bin python3-torch  # mpirun and torchrun: tests/integration/test_schedulers.cpp
   libopenmpi-dev libptscotch-dev  # distgraph partition --distributed: PT-Scotch over MPI
+  libtrilinos-zoltan-dev  # partition --distributed --partitioner zoltan: Zoltan's PHG over MPI
   openssh-server openssh-client rsync iproute2 util-linux  # scripts/testbed.sh: hosts in namespaces
   strace  # tests/integration/test_durable_writes.cpp: the fsync and rename order
   ccache  # CMakeLists.txt: a rebuild, or a fresh clone at the same path, reuses compiled objects

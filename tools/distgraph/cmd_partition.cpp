@@ -86,6 +86,13 @@ Args parse_partition_args(std::vector<std::string> argv) {
             "run as one rank of an MPI job (mpirun -n P distgraph partition --distributed ...): "
             "the ranks read a chunked folder (distgraph chunk) or generate rmat:S between "
             "them, partition it with PT-Scotch and each writes the partitions it owns")
+      .option("partitioner",
+              "with --distributed and --method metis: ptscotch (default; PT-Scotch's k-way) "
+              "or zoltan (Zoltan's parallel hypergraph partitioner on the graph)")
+      .option("hub-degree",
+              "with --distributed and --method metis: nodes of more neighbours than this stay "
+              "out of the partitioner's graph and join the partition most of their neighbours "
+              "are in (default: 16 x the mean degree, at least 64)")
       .option("scotch-strategy",
               "with --distributed: PT-Scotch's preset, speed (default), balance, quality or "
               "scalability")
@@ -151,6 +158,8 @@ int partition_as_rank(const Args& args, const PartitionFlags& f) {
   req.opts = f.opts;
   req.json = f.json;
   req.scotch_strategy = args.get_or("scotch-strategy", "speed");
+  req.partitioner = args.get_or("partitioner", "ptscotch");
+  req.hub_degree = args.get_int("hub-degree", 0, 1, INT64_MAX);
   if (!f.opts.relabel)
     throw UsageError("partition: --no-relabel is not available with --distributed");
   req.balance_train = balance_requested(args);

@@ -19,6 +19,8 @@ struct DistributedPartitionRequest {
   PartitionOptions opts;  ///< method, halo_hops, feat_dtype, seed, balance_edges
   bool balance_train = false;
   std::string scotch_strategy = "speed";  ///< quality, balance or speed
+  std::string partitioner = "ptscotch";   ///< ptscotch or zoltan
+  std::int64_t hub_degree = 0;            ///< 0: the default (16 x the mean degree)
   bool json = false;
 };
 

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -48,6 +50,9 @@
 #include "distgraph/io/npy_row_file.hpp"
 #include "distgraph/partition/mpi/comm.hpp"
 #include "distgraph/partition/mpi/ptscotch.hpp"
+#if DISTGRAPH_HAVE_ZOLTAN
+#include "distgraph/partition/mpi/zoltan.hpp"
+#endif
 #include "distgraph/partition/partition_config.hpp"
 #include "distgraph/partition/partition_graph.hpp"
 
@@ -60,6 +65,18 @@ struct DistPartitionInput {
   std::filesystem::path chunked;
   std::optional<RmatOptions> rmat;
 };
+
+/// The distributed partitioners behind --method metis: PT-Scotch's k-way, or Zoltan's
+/// parallel hypergraph partitioner (PHG) on the graph; zoltan needs a build with
+/// DISTGRAPH_HAVE_ZOLTAN (CMake's distgraph::zoltan, from libtrilinos-zoltan-dev).
+enum class DistPartitioner { ptscotch, zoltan };
+
+/// The partitioner named `name` ("ptscotch", "zoltan"), or nullopt.
+inline std::optional<DistPartitioner> dist_partitioner_from_name(std::string_view name) {
+  if (name == "ptscotch") return DistPartitioner::ptscotch;
+  if (name == "zoltan") return DistPartitioner::zoltan;
+  return std::nullopt;
+}
 
 /// Options of partition_distributed; those partition_graph has mean the same.
 struct DistPartitionOptions {
@@ -78,6 +95,8 @@ struct DistPartitionOptions {
   /// PT-Scotch's preset (`--scotch-strategy`): see PERFORMANCE.md, "Partitioning over MPI",
   /// for what each costs and cuts on R-MAT.
   mpi::ScotchStrategy scotch_strategy = mpi::ScotchStrategy::speed;
+  /// Which library computes --method metis's minimum-cut partition (`--partitioner`).
+  DistPartitioner partitioner = DistPartitioner::ptscotch;
   /// Nodes of more neighbours than this (0: 16 x the mean degree, at least 64) are left out
   /// of PT-Scotch's graph and join the partition most of their neighbours are in.
   std::int64_t hub_degree = 0;
@@ -468,12 +487,12 @@ inline std::vector<std::int64_t> random_parts(const mpi::Comm& c, std::int64_t c
 }
 
 /// After PT-Scotch (which balances one weight): moves nodes of each class from partitions
-/// holding more than their share (the ceiling of class size / K) to those holding less,
-/// lowest in-degree first, so the cut grows by as little as the moves allow. Every rank
-/// computes the same plan from the gathered counts, then moves its own nodes.
+/// holding more than their share (the ceiling of class size x (1 + `slack`) / K) to those
+/// holding less, lowest in-degree first, so the cut grows by as little as the moves allow.
+/// Every rank computes the same plan from the gathered counts, then moves its own nodes.
 inline void balance_classes(const mpi::Comm& c, std::vector<std::int64_t>& parts,
                             const std::vector<std::int64_t>& cls, const InEdges& g,
-                            std::int64_t num_parts, std::int64_t classes) {
+                            std::int64_t num_parts, std::int64_t classes, double slack = 0) {
   const auto K = static_cast<std::size_t>(num_parts);
   std::vector<std::int64_t> mine(K * classes, 0);
   for (std::size_t v = 0; v < parts.size(); ++v)
@@ -491,7 +510,8 @@ inline void balance_classes(const mpi::Comm& c, std::vector<std::int64_t>& parts
         total[p] += n;
         sum += n;
       }
-    const std::int64_t cap = (sum + num_parts - 1) / num_parts;
+    const auto cap = static_cast<std::int64_t>(
+        std::ceil((1.0 + slack) * static_cast<double>(sum) / static_cast<double>(num_parts)));
     // Moves for this rank: how many of its class-k nodes go from partition p to q.
     std::vector<std::tuple<std::size_t, std::size_t, std::int64_t>> moves;
     for (;;) {
@@ -856,34 +876,68 @@ inline std::pair<std::vector<SCOTCH_Num>, std::vector<SCOTCH_Num>> without_hubs(
   return {std::move(out_rows), std::move(out_nbrs)};
 }
 
-/// Each hub's neighbours vote with their partitions; the rank's hubs (`local_hubs`) take
-/// the majority. Collective.
+/// Each hub's neighbours vote with their partitions, and the hub takes the majority's.
+/// With vertex `weights` (the partitioner balanced them; the hubs were in its graph
+/// without edges, so the loads start from its result), hubs go heaviest first and take
+/// the partition with the most votes that stays within the allowed imbalance, else the
+/// lightest: a hub can outweigh a partition's slack. Without, a few hubs are a few nodes
+/// and the node balance is restored after (balance_classes). Every rank makes the same
+/// choices from the summed votes and loads; each applies them to its own hubs
+/// (`local_hubs`). Collective.
 inline void place_hubs(const mpi::Comm& c, const InEdges& g, std::span<const SCOTCH_Num> rows,
                        std::span<const SCOTCH_Num> nbrs, const std::vector<std::int64_t>& hubs,
                        const std::vector<std::int64_t>& local_hubs, std::int64_t num_parts,
+                       std::span<const SCOTCH_Num> weights, double imbalance,
                        std::vector<std::int64_t>& parts) {
   const auto K = static_cast<std::size_t>(num_parts);
-  std::vector<std::int64_t> votes(hubs.size() * K, 0);
+  std::vector<std::int64_t> votes(hubs.size() * K, 0), load(K, 0), hub_weight(hubs.size(), 0);
   for (std::int64_t v = 0; v < g.count; ++v) {
-    if (hub_index(hubs, g.first + v) >= 0) continue;
+    const auto w = weights.empty() ? 1 : weights[static_cast<std::size_t>(v)];
+    if (const auto h = hub_index(hubs, g.first + v); h >= 0) {
+      hub_weight[static_cast<std::size_t>(h)] = w;
+      continue;
+    }
+    const auto p = static_cast<std::size_t>(parts[static_cast<std::size_t>(v)]);
+    load[p] += w;
     for (auto k = rows[static_cast<std::size_t>(v)]; k < rows[static_cast<std::size_t>(v) + 1]; ++k)
       if (const auto h = hub_index(hubs, nbrs[static_cast<std::size_t>(k)]); h >= 0)
-        ++votes[static_cast<std::size_t>(h) * K +
-                static_cast<std::size_t>(parts[static_cast<std::size_t>(v)])];
+        ++votes[static_cast<std::size_t>(h) * K + p];
   }
   c.sum(votes);
-  for (const auto h : local_hubs) {
-    const auto* v = &votes[static_cast<std::size_t>(hub_index(hubs, h)) * K];
-    parts[static_cast<std::size_t>(h - g.first)] = std::max_element(v, v + K) - v;
+  c.sum(load);
+  c.sum(hub_weight);
+  const auto total = std::accumulate(load.begin(), load.end(), std::int64_t{0}) +
+                     std::accumulate(hub_weight.begin(), hub_weight.end(), std::int64_t{0});
+  const auto cap = static_cast<std::int64_t>(
+      std::ceil((1.0 + imbalance) * static_cast<double>(total) / static_cast<double>(K)));
+  std::vector<std::size_t> order(hubs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return hub_weight[x] > hub_weight[y]; });
+  std::vector<std::int64_t> choice(hubs.size(), 0);
+  for (const auto h : order) {
+    const auto* v = &votes[h * K];
+    std::size_t best = K;
+    for (std::size_t p = 0; p < K; ++p)
+      if ((weights.empty() || load[p] + hub_weight[h] <= cap) &&
+          (best == K || v[p] > v[best] || (v[p] == v[best] && load[p] < load[best])))
+        best = p;
+    if (best == K)
+      best = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[best] += hub_weight[h];
+    choice[h] = static_cast<std::int64_t>(best);
   }
+  for (const auto h : local_hubs)
+    parts[static_cast<std::size_t>(h - g.first)] =
+        choice[static_cast<std::size_t>(hub_index(hubs, h))];
 }
 
-/// PT-Scotch's k-way partition of the symmetric graph. Hubs leave PT-Scotch's graph (its
-/// FM refinement slows down with the largest degree: PERFORMANCE.md, "Partitioning over
-/// MPI") and join the partition most of their neighbours are in. Collective.
-inline DistAssignment ptscotch_assignment(const mpi::Comm& c, const DistInput& in,
-                                          std::int64_t num_parts,
-                                          const DistPartitionOptions& opts) {
+/// The minimum-cut partition of the symmetric graph by PT-Scotch or Zoltan. Hubs leave the
+/// partitioner's graph (PT-Scotch's FM refinement slows down with the largest degree, and
+/// both partitioners run faster without them: PERFORMANCE.md, "Partitioning over MPI") and
+/// join the partition most of their neighbours are in (place_hubs). Collective.
+inline DistAssignment min_cut_assignment(const mpi::Comm& c, const DistInput& in,
+                                         std::int64_t num_parts, const DistPartitionOptions& opts) {
   const InEdges& g = in.g;
   std::vector<SCOTCH_Num> rows, neighbors;
   if (!g.simple_symmetric) std::tie(rows, neighbors) = symmetric_rows(c, g, in.nodes);
@@ -899,7 +953,8 @@ inline DistAssignment ptscotch_assignment(const mpi::Comm& c, const DistInput& i
                                            std::max<std::int64_t>(in.n, 1));
   // PT-Scotch fails on a rank without vertices (blocks give every rank one when there
   // are at least as many nodes as ranks).
-  const bool empty_rank = c.max(g.count == 0 ? 1 : 0) == 1;
+  const bool empty_rank =
+      opts.partitioner == DistPartitioner::ptscotch && c.max(g.count == 0 ? 1 : 0) == 1;
   mpi::all_or_none(c, [&] {
     if (empty_rank)
       throw InvalidArgument(std::to_string(in.n) + " nodes on " + std::to_string(c.size) +
@@ -912,29 +967,49 @@ inline DistAssignment ptscotch_assignment(const mpi::Comm& c, const DistInput& i
         a.hub_degree)
       local_hubs.push_back(g.first + v);
   const std::vector<std::int64_t> hubs = c.all_gather_v(local_hubs);  // sorted: ranks in order
+  std::vector<SCOTCH_Num> weights;
+  weights.reserve(static_cast<std::size_t>(g.count) + 1);  // data() is never null
+  if (opts.balance_edges)
+    for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + g.degree(v));
   {
     auto [scotch_rows, scotch_nbrs] = without_hubs(g, all_rows, all_nbrs, hubs);
-    std::vector<SCOTCH_Num> weights;
-    weights.reserve(static_cast<std::size_t>(g.count) + 1);  // data() is never null
-    if (opts.balance_edges)
-      for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + g.degree(v));
-    mpi::ScotchOptions so;
-    so.weighted = opts.balance_edges;
-    so.num_parts = num_parts;
-    so.imbalance = opts.imbalance;
-    so.seed = opts.seed;
-    so.strategy = opts.scotch_strategy;
-    so.check = in.n <= (std::int64_t{1} << 20);
-    a.parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
+    const bool check = in.n <= (std::int64_t{1} << 20);
+    if (opts.partitioner == DistPartitioner::zoltan) {
+#if DISTGRAPH_HAVE_ZOLTAN
+      mpi::ZoltanOptions zo;
+      zo.weighted = opts.balance_edges;
+      zo.num_parts = num_parts;
+      zo.imbalance = opts.imbalance;
+      zo.seed = opts.seed;
+      zo.check = check;
+      a.parts = mpi::zoltan_partition(c, scotch_rows, scotch_nbrs, weights, zo);
+#else
+      mpi::all_or_none(c, [] {
+        throw InvalidArgument(
+            "this build has no Zoltan (install libtrilinos-zoltan-dev and rebuild)");
+      });
+#endif
+    } else {
+      mpi::ScotchOptions so;
+      so.weighted = opts.balance_edges;
+      so.num_parts = num_parts;
+      so.imbalance = opts.imbalance;
+      so.seed = opts.seed;
+      so.strategy = opts.scotch_strategy;
+      so.check = check;
+      a.parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
+    }
   }
-  place_hubs(c, g, all_rows, all_nbrs, hubs, local_hubs, num_parts, a.parts);
+  place_hubs(c, g, all_rows, all_nbrs, hubs, local_hubs, num_parts, weights, opts.imbalance,
+             a.parts);
   a.hubs = static_cast<std::int64_t>(hubs.size());
-  a.method = "ptscotch";
+  a.method = opts.partitioner == DistPartitioner::zoltan ? "zoltan" : "ptscotch";
   return a;
 }
 
-/// Step 2, assign: nodes dealt at random, or PT-Scotch; balance_train evens out the
-/// classes after PT-Scotch. Collective.
+/// Step 2, assign: nodes dealt at random, or a minimum cut (PT-Scotch or Zoltan), after
+/// which balance_train evens out the classes, and otherwise, without balance_edges, the
+/// node counts the hubs upset. Collective.
 inline DistAssignment assign_distributed(const mpi::Comm& c, const DistInput& in,
                                          std::int64_t num_parts, const DistPartitionOptions& opts) {
   if (opts.method == PartMethod::random)
@@ -942,8 +1017,12 @@ inline DistAssignment assign_distributed(const mpi::Comm& c, const DistInput& in
                          opts.balance_train ? in.classes : std::vector<std::int64_t>{},
                          in.num_classes, opts.seed),
             "random"};
-  DistAssignment a = ptscotch_assignment(c, in, num_parts, opts);
-  if (opts.balance_train) balance_classes(c, a.parts, in.classes, in.g, num_parts, in.num_classes);
+  DistAssignment a = min_cut_assignment(c, in, num_parts, opts);
+  if (opts.balance_train)
+    balance_classes(c, a.parts, in.classes, in.g, num_parts, in.num_classes);
+  else if (!opts.balance_edges)  // the hubs joined their neighbours' partitions
+    balance_classes(c, a.parts, std::vector<std::int64_t>(a.parts.size(), 0), in.g, num_parts, 1,
+                    opts.imbalance);
   return a;
 }
 

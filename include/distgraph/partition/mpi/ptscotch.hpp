@@ -70,6 +70,16 @@ inline std::vector<SCOTCH_Num> ptscotch_partition(const Comm& c, std::span<SCOTC
   const auto local = static_cast<SCOTCH_Num>(row_offsets.size()) - 1;
   std::vector<SCOTCH_Num> parts(static_cast<std::size_t>(local), 0);
   if (opts.num_parts == 1) return parts;
+  // Debian's PT-Scotch runs threads that call MPI at once (the halves of a folded graph):
+  // anything less than MPI_THREAD_MULTIPLE corrupts MPI's state now and then.
+  int level = MPI_THREAD_SINGLE;
+  check(MPI_Query_thread(&level), "Query_thread");
+  if (level < MPI_THREAD_MULTIPLE) {
+    failure_agreed() = true;  // every rank sees the same level
+    throw PartitionError(
+        "PT-Scotch needs MPI initialised with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...); "
+        "this MPI provides less");
+  }
   SCOTCH_randomSeed(static_cast<SCOTCH_Num>(opts.seed));
   SCOTCH_randomReset();
   SCOTCH_Dgraph graph;
