@@ -706,6 +706,38 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("Zoltan's partition is the same for the same --seed and another for another",
+          "[mpi][partition]") {
+  REQUIRE_MPI();
+  if (partitioners().size() < 2) {
+    WARN("SKIPPED: this distgraph was built without Zoltan (libtrilinos-zoltan-dev)");
+    return;
+  }
+  const TempDir tmp;
+  // Each partition's input node IDs, in partition order.
+  auto owners = [&](const std::string& seed, const std::string& name) {
+    const fs::path out = tmp / name;
+    const ProgramRun r =
+        run(mpirun_partition(2, {"--input", "rmat:13", "--parts", "3", "--partitioner", "zoltan",
+                                 "--seed", seed, "--out", out.string()}));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::vector<std::int64_t>> ids;
+    for (int p = 0; p < 3; ++p) {
+      const fs::path dir = out / ("part" + std::to_string(p)) / "graph";
+      const auto orig = distgraph::read_npy_as<std::int64_t>(dir / "orig_nid.npy");
+      const auto inner = distgraph::read_npy_as<bool>(dir / "inner_node.npy");
+      ids.emplace_back();
+      for (std::size_t i = 0; i < orig.size(); ++i)
+        if (inner[i]) ids.back().push_back(orig[i]);
+    }
+    return ids;
+  };
+  const auto a = owners("7", "a"), b = owners("7", "b"), c = owners("8", "c");
+  CHECK(a == b);
+  CHECK(a != c);
+}
+
 TEST_CASE(
     "bad chunks fail every rank with an error naming the file, and no partition config "
     "appears",

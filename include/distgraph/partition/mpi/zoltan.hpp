@@ -117,7 +117,7 @@ inline void edge_list(void* data, int, int, int num, ZOLTAN_ID_PTR, ZOLTAN_ID_PT
 /// Partitions the distributed graph whose local part is the compact CSR `row_offsets`
 /// (local vertices + 1 entries, starting at 0) / `neighbors` (global vertex IDs; each
 /// rank's vertices are a contiguous ID range, ranks in order) with Zoltan's PHG (graph
-/// model: each edge a hyperedge of two vertices, so its cut is the edge cut). The graph
+/// partitioning, LB_METHOD GRAPH: it minimises the edge cut). The graph
 /// must be symmetric, without self loops or repeated neighbours. `weights` (one per local
 /// vertex) are vertex weights where `opts.weighted`. Collective. Returns the part of each
 /// local vertex. Throws PartitionError naming the Zoltan call that failed.
