@@ -714,12 +714,14 @@ TEST_CASE("Zoltan's partition is the same for the same --seed and another for an
     return;
   }
   const TempDir tmp;
+  // A chunked folder, not rmat:S, whose graph --seed would change as well.
+  const fs::path chunks = chunked_copy(small_sbm(3000), tmp.path(), 4);
   // Each partition's input node IDs, in partition order.
   auto owners = [&](const std::string& seed, const std::string& name) {
     const fs::path out = tmp / name;
     const ProgramRun r =
-        run(mpirun_partition(2, {"--input", "rmat:13", "--parts", "3", "--partitioner", "zoltan",
-                                 "--seed", seed, "--out", out.string()}));
+        run(mpirun_partition(2, {"--input", chunks.string(), "--parts", "3", "--partitioner",
+                                 "zoltan", "--seed", seed, "--out", out.string()}));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     std::vector<std::vector<std::int64_t>> ids;
@@ -800,6 +802,16 @@ TEST_CASE(
   CHECK(alone.exit_code == 2);
   CHECK(alone.output.find("mpirun -n P") != std::string::npos);
   CHECK(std::count(alone.output.begin(), alone.output.end(), '\n') == 1);
+  // The distributed partitioner's options without --distributed: one line, nothing written.
+  for (const std::string option : {"--partitioner", "--hub-degree", "--scotch-strategy"}) {
+    const ProgramRun r =
+        run({DISTGRAPH_CLI, "partition", "--input", "rmat:8", option,
+             option == "--hub-degree" ? "100" : "zoltan", "--out", (tmp / "single").string()});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(option + " is only for --distributed") != std::string::npos);
+    CHECK(!fs::exists(tmp / "single"));
+  }
   // Refused by every rank: non-zero, the reason given, no config written.
   auto refused = [&](int ranks, const std::string& input, const std::string& parts,
                      const std::string& reason) {

@@ -85,7 +85,8 @@ Args parse_partition_args(std::vector<std::string> argv) {
       .flag("distributed",
             "run as one rank of an MPI job (mpirun -n P distgraph partition --distributed ...): "
             "the ranks read a chunked folder (distgraph chunk) or generate rmat:S between "
-            "them, partition it with PT-Scotch and each writes the partitions it owns")
+            "them, partition it with PT-Scotch or Zoltan and each writes the partitions it "
+            "owns")
       .option("partitioner",
               "with --distributed and --method metis: ptscotch (default; PT-Scotch's k-way) "
               "or zoltan (Zoltan's parallel hypergraph partitioner on the graph)")
@@ -229,6 +230,9 @@ int run_partition(std::vector<std::string> argv) {
   }
   PartitionFlags f = read_partition_flags(args);
   if (args.has("distributed")) return partition_as_rank(args, f);
+  for (const char* only : {"partitioner", "hub-degree", "scotch-strategy"})
+    if (args.get(only))
+      throw UsageError(std::string("partition: --") + only + " is only for --distributed");
   Progress progress(f.json);
   f.opts.progress = &progress;
   progress.begin("load input");

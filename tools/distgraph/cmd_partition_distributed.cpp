@@ -1,5 +1,6 @@
 // distgraph partition --distributed: one rank of an MPI job that partitions a chunked graph
-// folder (or generated R-MAT) with PT-Scotch; each rank writes the partitions it owns.
+// folder (or generated R-MAT) with PT-Scotch or Zoltan; each rank writes the partitions it
+// owns.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -85,6 +86,13 @@ int run_partition_distributed(const DistributedPartitionRequest& req) {
     throw UsageError("partition: --partitioner '" + req.partitioner +
                      "': expected ptscotch or zoltan");
   opts.partitioner = *partitioner;
+#if !DISTGRAPH_HAVE_ZOLTAN
+  // Before every rank reads its share of the graph, not after.
+  if (opts.partitioner == DistPartitioner::zoltan)
+    throw UsageError(
+        "partition: --partitioner zoltan: this distgraph was built without Zoltan (install "
+        "libtrilinos-zoltan-dev and rebuild)");
+#endif
   opts.hub_degree = req.hub_degree;
 
   // PT-Scotch (built with threads) bipartitions the two halves of a folded graph in two

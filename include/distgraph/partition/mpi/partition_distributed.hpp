@@ -1,6 +1,6 @@
 // partition_distributed: partition a graph that no single process holds, as MPI ranks
-// that each read (or generate) a share of it, partition it with PT-Scotch between them and
-// write the partitions they own in partition_graph's format (docs/FORMATS.md).
+// that each read (or generate) a share of it, partition it with PT-Scotch or Zoltan between them
+// and write the partitions they own in partition_graph's format (docs/FORMATS.md).
 //
 // The steps (each rank; "owner" of an input node ID = the rank whose contiguous block of
 // input IDs holds it, "writer" of a partition = the rank that writes it):
@@ -91,14 +91,16 @@ struct DistPartitionOptions {
   bool balance_edges = false;
   DType feat_dtype = DType::float32;
   std::uint64_t seed = 0;
-  double imbalance = 0.03;  ///< PT-Scotch's allowed imbalance
+  /// The partitioner's allowed imbalance, and the hubs' and node counts' after it.
+  double imbalance = 0.03;
   /// PT-Scotch's preset (`--scotch-strategy`): see PERFORMANCE.md, "Partitioning over MPI",
   /// for what each costs and cuts on R-MAT.
   mpi::ScotchStrategy scotch_strategy = mpi::ScotchStrategy::speed;
   /// Which library computes --method metis's minimum-cut partition (`--partitioner`).
   DistPartitioner partitioner = DistPartitioner::ptscotch;
   /// Nodes of more neighbours than this (0: 16 x the mean degree, at least 64) are left out
-  /// of PT-Scotch's graph and join the partition most of their neighbours are in.
+  /// of the partitioner's graph and join the partition most of their neighbours are in.
+  /// Every rank holds every hub's votes (hubs x parts), so a low value costs memory.
   std::int64_t hub_degree = 0;
   Progress* progress = nullptr;  ///< stage reporting (give it on one rank); null = silent
 };
@@ -520,6 +522,7 @@ inline void balance_classes(const mpi::Comm& c, std::vector<std::int64_t>& parts
       if (total[static_cast<std::size_t>(from)] <= cap) break;
       std::int64_t amount = std::min(total[static_cast<std::size_t>(from)] - cap,
                                      cap - total[static_cast<std::size_t>(to)]);
+      if (amount <= 0) break;  // nothing can move (a slack below 0 is refused earlier)
       total[static_cast<std::size_t>(from)] -= amount;
       total[static_cast<std::size_t>(to)] += amount;
       for (std::size_t r = 0; r < avail.size() && amount > 0; ++r) {
@@ -848,9 +851,10 @@ inline DistInput read_input(const mpi::Comm& c, const DistPartitionInput& input,
 /// Which partition each node of the rank's block went to, and how.
 struct DistAssignment {
   std::vector<std::int64_t> parts;
-  std::string method;  ///< the config's part_method: random or ptscotch
+  std::string method;  ///< the config's part_method: random, ptscotch or zoltan
   std::int64_t hubs = 0,
-               hub_degree = 0;  ///< nodes left out of PT-Scotch's graph, and above what degree
+               hub_degree =
+                   0;  ///< nodes left out of the partitioner's graph, and above what degree
 };
 
 /// Position of `id` in the sorted `hubs`, or -1.
@@ -859,7 +863,7 @@ inline std::ptrdiff_t hub_index(const std::vector<std::int64_t>& hubs, std::int6
   return it != hubs.end() && *it == id ? it - hubs.begin() : std::ptrdiff_t{-1};
 }
 
-/// The rank's rows of the symmetric graph without `hubs`: PT-Scotch's graph.
+/// The rank's rows of the symmetric graph without `hubs`: the partitioner's graph.
 inline std::pair<std::vector<SCOTCH_Num>, std::vector<SCOTCH_Num>> without_hubs(
     const InEdges& g, std::span<const SCOTCH_Num> rows, std::span<const SCOTCH_Num> nbrs,
     const std::vector<std::int64_t>& hubs) {
@@ -1550,6 +1554,10 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     progress.begin(s);
   };
   const std::size_t first_stage = progress.stages().size();
+  if (!(opts.imbalance >= 0 && opts.imbalance <= 1))  // also NaN; the same on every rank
+    mpi::all_or_none(c, [&] {
+      throw InvalidArgument("imbalance " + std::to_string(opts.imbalance) + ": expected [0, 1]");
+    });
   stage("read input");
   DistInput in = read_input(c, input, graph_name, num_parts, opts);
   const auto block_nodes = c.all_gather(std::vector<std::int64_t>{in.g.count});

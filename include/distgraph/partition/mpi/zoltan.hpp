@@ -6,6 +6,10 @@
 // Debian builds Zoltan with 32-bit IDs (ZOLTAN_ID_TYPE unsigned int), so a global ID is
 // given as two words (NUM_GID_ENTRIES 2): 64-bit IDs hold. Zoltan counts a rank's objects
 // and neighbours in int: a rank's share must stay under 2^31 neighbours.
+//
+// partition_distributed.hpp calls it where DISTGRAPH_HAVE_ZOLTAN is set (distgraph::zoltan
+// sets it): give every translation unit of a program that includes that header the same
+// setting, or the inline function exists in two versions and the linker keeps either.
 #pragma once
 
 #include <mpi.h>
@@ -134,7 +138,7 @@ inline std::vector<std::int64_t> zoltan_partition(const Comm& c,
       throw PartitionError(
           "Zoltan counts a rank's vertices and neighbours in int: this rank "
           "holds " +
-          std::to_string(neighbors.size()) +
+          std::to_string(local) + " vertices and " + std::to_string(neighbors.size()) +
           " neighbours; use more ranks or --partitioner ptscotch");
   });
   float version = 0;
@@ -200,7 +204,8 @@ inline std::vector<std::int64_t> zoltan_partition(const Comm& c,
     }
   } lists{&import_gids,  &import_lids,  &export_gids,  &export_lids,
           &import_procs, &import_parts, &export_procs, &export_parts};
-  failure_agreed() = c.max(rc != ZOLTAN_OK || g.failed != 0 ? 1 : 0) != 0;
+  // ZOLTAN_WARN is a success with a notice (printed by Zoltan).
+  failure_agreed() = c.max((rc != ZOLTAN_OK && rc != ZOLTAN_WARN) || g.failed != 0 ? 1 : 0) != 0;
   if (failure_agreed())
     throw PartitionError("Zoltan_LB_Partition failed (see Zoltan's message above)");
   // PARTITION ASSIGNMENTS: the export list holds every local vertex with its part.
