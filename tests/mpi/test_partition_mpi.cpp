@@ -701,7 +701,24 @@ TEST_CASE(
         CHECK(most(nodes) <= std::ceil(1.03 * 4096 / 4));
       }
       // Fewer cut than random (3/4 of all edges) all the same.
-      CHECK(last_json_line(r.output)["edge_cut_fraction"].get<double>() < 0.74);
+      const auto summary = last_json_line(r.output);
+      CHECK(summary["edge_cut_fraction"].get<double>() < 0.74);
+      // The printed summary says when one partition took most edges (R-MAT 13's node-balanced
+      // partitions do, 2.9-3.4x the mean), and only then.
+      std::vector<std::string> print_args{"--input", "rmat:13",    "--parts",       "4",
+                                          "--out",   out.string(), "--partitioner", partitioner};
+      if (edges) print_args.emplace_back("--balance-edges");
+      const ProgramRun printed = run(mpirun_partition(2, print_args));
+      INFO(printed.output);
+      REQUIRE(printed.exit_code == 0);
+      const auto at = printed.output.find("balance (max/mean): nodes ");
+      REQUIRE(at != std::string::npos);
+      const auto edges_at = printed.output.find("edges ", at);
+      REQUIRE(edges_at != std::string::npos);
+      const double printed_balance = std::stod(printed.output.substr(edges_at + 6, 12));
+      CHECK(printed_balance == Approx(edges ? 1.0 : 3.0).margin(edges ? 0.15 : 1.0));
+      CHECK((printed.output.find("--balance-edges evens the edges out") != std::string::npos) ==
+            (printed_balance > 2));
     }
   }
 }

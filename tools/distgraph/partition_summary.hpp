@@ -78,6 +78,14 @@ inline void print_summary(const nlohmann::json& j) {
   // The stages were printed as they ran; only the total is repeated here.
   std::printf("\ntime: total %.3f s; peak memory %.1f MiB\n", j["total_s"].get<double>(),
               static_cast<double>(j["peak_rss_bytes"].get<long long>()) / (1 << 20));
+  // A low cut can come from one partition taking a power-law graph's dense core: servers
+  // and trainers then work in proportion to its edges (PERFORMANCE.md, Zoltan on R-MAT).
+  const double edges = j["edge_balance"].get<double>();
+  if (edges > 2)
+    std::printf(
+        "note: the largest partition holds %.1fx the mean's edges; its server and trainers "
+        "do that much more of the work: --balance-edges evens the edges out\n",
+        edges);
 }
 
 }  // namespace distgraph::cli
