@@ -1554,10 +1554,10 @@ inline DistPartitionResult partition_distributed(const mpi::Comm& c,
     progress.begin(s);
   };
   const std::size_t first_stage = progress.stages().size();
-  if (!(opts.imbalance >= 0 && opts.imbalance <= 1))  // also NaN; the same on every rank
-    mpi::all_or_none(c, [&] {
+  mpi::all_or_none(c, [&] {
+    if (!(opts.imbalance >= 0 && opts.imbalance <= 1))  // NaN too
       throw InvalidArgument("imbalance " + std::to_string(opts.imbalance) + ": expected [0, 1]");
-    });
+  });
   stage("read input");
   DistInput in = read_input(c, input, graph_name, num_parts, opts);
   const auto block_nodes = c.all_gather(std::vector<std::int64_t>{in.g.count});
