@@ -95,9 +95,7 @@ int run_partition_distributed(const DistributedPartitionRequest& req) {
 #endif
   opts.hub_degree = req.hub_degree;
 
-  // PT-Scotch (built with threads) bipartitions the two halves of a folded graph in two
-  // threads that each call MPI: without MPI_THREAD_MULTIPLE that corrupted MPI's heap or
-  // deadlocked, one run in ten on R-MAT scale 12 with vertex weights.
+  // PT-Scotch's threads call MPI at once (ptscotch.hpp says what less than this did).
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   int code = 1;

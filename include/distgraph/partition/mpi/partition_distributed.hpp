@@ -80,7 +80,8 @@ inline std::optional<DistPartitioner> dist_partitioner_from_name(std::string_vie
 
 /// Options of partition_distributed; those partition_graph has mean the same.
 struct DistPartitionOptions {
-  PartMethod method = PartMethod::metis;  ///< metis: PT-Scotch's k-way (minimum edge cut)
+  /// metis: a minimum edge cut by `partitioner` (PT-Scotch's k-way or Zoltan's PHG)
+  PartMethod method = PartMethod::metis;
   int halo_hops = 1;
   /// Balance train/val/test/other nodes (from the masks) across partitions: random deals
   /// each class on its own; PT-Scotch, which balances one vertex weight, is followed by a
@@ -977,16 +978,14 @@ inline DistAssignment min_cut_assignment(const mpi::Comm& c, const DistInput& in
     for (std::int64_t v = 0; v < g.count; ++v) weights.push_back(1 + g.degree(v));
   {
     auto [scotch_rows, scotch_nbrs] = without_hubs(g, all_rows, all_nbrs, hubs);
-    const bool check = in.n <= (std::int64_t{1} << 20);
+    const mpi::MinCutOptions mc{.num_parts = num_parts,
+                                .weighted = opts.balance_edges,
+                                .imbalance = opts.imbalance,
+                                .seed = opts.seed,
+                                .check = in.n <= (std::int64_t{1} << 20)};
     if (opts.partitioner == DistPartitioner::zoltan) {
 #if DISTGRAPH_HAVE_ZOLTAN
-      mpi::ZoltanOptions zo;
-      zo.weighted = opts.balance_edges;
-      zo.num_parts = num_parts;
-      zo.imbalance = opts.imbalance;
-      zo.seed = opts.seed;
-      zo.check = check;
-      a.parts = mpi::zoltan_partition(c, scotch_rows, scotch_nbrs, weights, zo);
+      a.parts = mpi::zoltan_partition(c, scotch_rows, scotch_nbrs, weights, mc);
 #else
       mpi::all_or_none(c, [] {
         throw InvalidArgument(
@@ -994,14 +993,8 @@ inline DistAssignment min_cut_assignment(const mpi::Comm& c, const DistInput& in
       });
 #endif
     } else {
-      mpi::ScotchOptions so;
-      so.weighted = opts.balance_edges;
-      so.num_parts = num_parts;
-      so.imbalance = opts.imbalance;
-      so.seed = opts.seed;
-      so.strategy = opts.scotch_strategy;
-      so.check = check;
-      a.parts = mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, so);
+      a.parts =
+          mpi::ptscotch_partition(c, scotch_rows, scotch_nbrs, weights, {mc, opts.scotch_strategy});
     }
   }
   place_hubs(c, g, all_rows, all_nbrs, hubs, local_hubs, num_parts, weights, opts.imbalance,

@@ -23,6 +23,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/mpi/comm.hpp"
+#include "distgraph/partition/mpi/min_cut_options.hpp"
 
 namespace distgraph::mpi {
 
@@ -42,19 +43,10 @@ inline std::optional<ScotchStrategy> scotch_strategy_from_name(std::string_view 
   return std::nullopt;
 }
 
-/// What ptscotch_partition is told.
-struct ScotchOptions {
-  std::int64_t num_parts = 2;
+/// What ptscotch_partition is told: the common options (`check` runs SCOTCH_dgraphCheck)
+/// and PT-Scotch's preset.
+struct ScotchOptions : MinCutOptions {
   ScotchStrategy strategy = ScotchStrategy::speed;
-  /// Use the vertex weights: every rank must say the same, also one without vertices.
-  bool weighted = false;
-  /// Largest allowed part weight over the mean, minus one (METIS's default ufactor 30 is
-  /// 0.03).
-  double imbalance = 0.03;
-  std::uint64_t seed = 0;
-  /// SCOTCH_dgraphCheck first: a full consistency check of the distributed graph (one
-  /// pass over the edges with communication).
-  bool check = false;
 };
 
 /// Partitions the distributed graph whose local part is the compact CSR `row_offsets`
@@ -70,8 +62,9 @@ inline std::vector<SCOTCH_Num> ptscotch_partition(const Comm& c, std::span<SCOTC
   const auto local = static_cast<SCOTCH_Num>(row_offsets.size()) - 1;
   std::vector<SCOTCH_Num> parts(static_cast<std::size_t>(local), 0);
   if (opts.num_parts == 1) return parts;
-  // Debian's PT-Scotch runs threads that call MPI at once (the halves of a folded graph):
-  // anything less than MPI_THREAD_MULTIPLE corrupts MPI's state now and then.
+  // Debian's PT-Scotch bipartitions the two halves of a folded graph in two threads that
+  // both call MPI: under less than MPI_THREAD_MULTIPLE about one run in ten of R-MAT scale
+  // 12 with vertex weights aborted in free() under MPI_Allreduce, or deadlocked.
   int level = MPI_THREAD_SINGLE;
   check(MPI_Query_thread(&level), "Query_thread");
   if (level < MPI_THREAD_MULTIPLE) {

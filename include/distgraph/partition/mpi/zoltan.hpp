@@ -25,22 +25,16 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/partition/mpi/comm.hpp"
+#include "distgraph/partition/mpi/min_cut_options.hpp"
 
 // Zoltan's random generator (zz_rand.h, not installed): PHG's matchings draw from it.
 extern "C" void Zoltan_Srand(unsigned int seed, unsigned int* myval);
 
 namespace distgraph::mpi {
 
-/// What zoltan_partition is told.
-struct ZoltanOptions {
-  std::int64_t num_parts = 2;
-  /// Use the vertex weights: every rank must say the same.
-  bool weighted = false;
-  double imbalance = 0.03;  ///< largest part weight over the mean, minus one
-  std::uint64_t seed = 0;
-  /// Zoltan's graph check first (CHECK_GRAPH 2: symmetry and IDs, with communication).
-  bool check = false;
-};
+/// What zoltan_partition is told: the common options alone (`check` sets CHECK_GRAPH 2,
+/// symmetry and IDs).
+using ZoltanOptions = MinCutOptions;
 
 namespace detail::zoltan {
 
