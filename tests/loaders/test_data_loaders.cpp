@@ -1,7 +1,11 @@
 // NodeDataLoader and EdgeDataLoader over a standalone DistGraph: coverage, blocks, data,
 // determinism across prefetch threads and epochs, abandoned epochs, errors, exclusion.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -344,6 +348,40 @@ TEST_CASE("a producer's exception reaches the consumer at the batch where it hap
   }
 }
 
+TEST_CASE("prefetch threads run at the niceness asked and make the same batches", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  const auto train = every(2, cluster.graph().num_nodes());
+  const auto niceness = [] {
+    errno = 0;
+    const int n = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+    REQUIRE(errno == 0);
+    return n;
+  };
+  const int before = niceness();
+  REQUIRE(before < 19);  // else the test could not tell a lowered thread from the rest
+  std::vector<std::vector<NodeBatch>> runs;
+  for (int nice : {0, 19}) {
+    auto seen = std::make_shared<std::set<int>>();
+    auto mu = std::make_shared<std::mutex>();
+    HookedGraph g{cluster.graph(), [&, seen, mu](std::span<const std::int64_t>, const SampleKey&) {
+                    std::lock_guard lock(*mu);
+                    seen->insert(niceness());
+                  }};
+    NodeDataLoader loader(g, train, {4, 6},
+                          {.batch_size = 30,
+                           .seed = 5,
+                           .num_prefetch_threads = 2,
+                           .prefetch_depth = 3,
+                           .prefetch_nice = nice});
+    runs.push_back(whole_epoch(loader, 7));
+    CHECK(*seen == std::set<int>{nice == 0 ? before : 19});
+    CHECK(niceness() == before);
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  for (std::size_t i = 0; i < runs[0].size(); ++i) REQUIRE(same_batch(runs[0][i], runs[1][i]));
+}
+
 TEST_CASE("node loader rejects bad input at construction with typed errors", "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
@@ -357,6 +395,9 @@ TEST_CASE("node loader rejects bad input at construction with typed errors", "[d
   CHECK_THROWS_AS(L(g, train, {5, -2}, {}), InvalidArgument);
   CHECK_THROWS_AS(L(g, train, {5}, {.num_prefetch_threads = 2, .prefetch_depth = 0}),
                   InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.num_prefetch_threads = 1, .prefetch_nice = -1}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(L(g, train, {5}, {.prefetch_nice = 20}), InvalidArgument);
   CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{0, g.num_nodes()}, {5}, {}), IdOutOfRange);
   CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{-1}, {5}, {}), IdOutOfRange);
   CHECK_THROWS_AS(L(g, std::vector<std::int64_t>{4, 2, 4}, {5}, {}), InvalidArgument);

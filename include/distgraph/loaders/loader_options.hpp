@@ -27,6 +27,12 @@ struct LoaderOptions {
   /// next(). Batch i is the same for any count.
   unsigned num_prefetch_threads = 0;
   std::int64_t prefetch_depth = 4;  ///< batches made or in the making ahead, >= 1
+  /// The niceness (0-19) the prefetch threads give themselves (Linux: per thread). Where
+  /// the cores are all busy, a higher value lets the consumer's training step run on
+  /// rather than share its core with batch making the window does not need yet; a thread
+  /// that falls behind still gets the core whenever the consumer waits for it. The
+  /// batches are the same for any value; 0 leaves the threads as the process is.
+  int prefetch_nice = 0;
   /// With prefetch threads: keep making batches across the end of an epoch, so that the
   /// first batches of epoch e + 1 are made while the consumer still trains on epoch e's
   /// last ones and begin_epoch(e + 1) finds them ready (without it, every epoch's first
@@ -39,7 +45,7 @@ struct LoaderOptions {
   std::optional<std::int64_t> last_epoch{};
   std::string feature =
       "feat";  ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
-  std::string label = "label";      ///< int64 node data of the output nodes; "" = none
+  std::string label = "label";  ///< int64 node data of the output nodes; "" = none
   /// The neighbour sampler of every layer. Last on purpose: GCC 12 at -O3 warns
   /// (-Wmaybe-uninitialized, a false positive) about its string when a member initialised
   /// after it may throw.
@@ -98,6 +104,9 @@ inline void check_loader_options(const LoaderOptions& o, const std::string& who)
   if (o.prefetch_depth < 1)
     throw InvalidArgument(who + ": prefetch_depth " + std::to_string(o.prefetch_depth) +
                           "; expected >= 1");
+  if (o.prefetch_nice < 0 || o.prefetch_nice > 19)
+    throw InvalidArgument(who + ": prefetch_nice " + std::to_string(o.prefetch_nice) +
+                          "; expected 0-19 (a thread may only lower its own priority)");
 }
 
 /// Throws InvalidArgument unless `o.layer_samplers` is empty or has one per layer.

@@ -40,7 +40,10 @@ struct RecipeOptions {
   Metric metric = Metric::automatic;  ///< ROC-AUC for two classes, else accuracy
   std::uint64_t seed = 0;             ///< model init, shuffles, sampling and dropout
   torch::Device device = torch::kCPU;
-  unsigned num_prefetch_threads = 1;    ///< per loader; 0 = sample inside next()
+  unsigned num_prefetch_threads = 1;  ///< per loader; 0 = sample inside next()
+  /// The training loader's LoaderOptions::prefetch_nice: its threads yield the core to
+  /// the training step where both want it.
+  int prefetch_nice = 19;
   std::int64_t eval_batch_size = 4096;  ///< validation and test: destinations per batch
   /// Validate after every `eval_every`-th epoch and after the last; other epochs log no
   /// validation metric (NaN) and cannot be selected.
@@ -108,6 +111,7 @@ inline LoaderOptions training_loader_options(const RecipeOptions& o, std::int32_
                        .seed = o.seed,
                        .rank = rank,
                        .num_prefetch_threads = o.num_prefetch_threads,
+                       .prefetch_nice = o.prefetch_nice,
                        .prefetch_next_epoch = true,
                        .last_epoch = o.epochs - 1,
                        .feature = std::move(feature),

@@ -27,6 +27,7 @@
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/trace.hpp"
 #include "distgraph/transport/concepts.hpp"
 #include "distgraph/transport/detail/frame_stream.hpp"
 #include "distgraph/transport/detail/handshake.hpp"
@@ -526,7 +527,10 @@ class AsioTransport {
       check_tls_options(options.tls);
       if (const TlsMode m = tls_mode(options.tls, options.secret); m != TlsMode::off)
         tls = std::make_shared<const detail::TlsContext>(m, false, options.tls, options.secret);
-      io_thread = std::thread([this] { io.run(); });
+      io_thread = std::thread([this] {
+        trace::name_thread("client-io");
+        io.run();
+      });
       try {
         connect_all(servers);
       } catch (...) {

@@ -82,7 +82,8 @@ class LoaderBase {
           out.epoch = e;
           out.index = b;
           return out;
-        });
+        },
+        o.prefetch_nice);
   }
 
   /// The epoch's next batch in order, or nullopt after its last. Blocks until the batch
