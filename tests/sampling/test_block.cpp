@@ -82,6 +82,20 @@ TEST_CASE("to_block matches a brute-force compaction on random frontiers", "[sam
     check_same(b, reference_block(c.f, c.dst_nodes));
     CHECK(std::equal(b.dst_nodes().begin(), b.dst_nodes().end(), c.dst_nodes.begin(),
                      c.dst_nodes.end()));
+    // As a sampler lays it out: each destination's edges in one run (to_block looks a
+    // run's destination up once), and for odd seeds one destination's run split in two.
+    Case runs = c;
+    std::vector<std::size_t> order(c.f.dst.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return c.f.dst[x] < c.f.dst[y]; });
+    if (seed % 2) std::rotate(order.begin(), order.begin() + 1, order.end());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      runs.f.src[i] = c.f.src[order[i]];
+      runs.f.dst[i] = c.f.dst[order[i]];
+      runs.f.eid[i] = c.f.eid[order[i]];
+    }
+    check_same(to_block(runs.f, runs.dst_nodes), reference_block(runs.f, runs.dst_nodes));
   }
 }
 
@@ -105,6 +119,11 @@ TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling
   CHECK_THROWS_AS(to_block(Frontier{.src = {1}, .dst = {2}, .eid = {}}, dst), ShapeError);
   CHECK_THROWS_WITH(to_block(Frontier{.src = {5}, .dst = {3}, .eid = {0}}, dst),
                     Catch::Contains("goes to node 3"));
+  // A stranger after a run of a real destination, and a run of strangers.
+  CHECK_THROWS_WITH(to_block(Frontier{.src = {5, 6, 7}, .dst = {2, 2, 4}, .eid = {0, 1, 2}}, dst),
+                    Catch::Contains("edge 2 goes to node 4"));
+  CHECK_THROWS_WITH(to_block(Frontier{.src = {5, 6}, .dst = {8, 8}, .eid = {0, 1}}, dst),
+                    Catch::Contains("edge 0 goes to node 8"));
   const std::vector<std::int64_t> twice{1, 2, 1};
   CHECK_THROWS_WITH(to_block(Frontier{}, twice), Catch::Contains("dst node 1 listed twice"));
   CHECK_THROWS_AS(to_block(Frontier{.src = {-4}, .dst = {1}, .eid = {0}}, dst), IdOutOfRange);

@@ -85,12 +85,18 @@ inline Block to_block(const Frontier& f, std::span<const std::int64_t> dst_nodes
   // position then lays the edges out as a CSR, stable in frontier order.
   std::vector<std::int64_t> dst_pos(m);
   b.indptr.assign(static_cast<std::size_t>(num_dst) + 1, 0);
+  // A sampler's frontier lists each destination's edges together, so one look-up serves
+  // a run of edges (IDs are >= 0, checked above, so -1 starts no run).
+  std::int64_t run_node = -1, d = 0;
   for (std::size_t e = 0; e < m; ++e) {
-    const std::int64_t d = local.find(f.dst[e]);
-    if (d == detail::IdHashMap::absent)
-      throw InvalidArgument("to_block: edge " + std::to_string(e) + " goes to node " +
-                            std::to_string(f.dst[e]) + "; expected one of the " +
-                            std::to_string(num_dst) + " dst nodes");
+    if (f.dst[e] != run_node) {
+      run_node = f.dst[e];
+      d = local.find(run_node);
+      if (d == detail::IdHashMap::absent)
+        throw InvalidArgument("to_block: edge " + std::to_string(e) + " goes to node " +
+                              std::to_string(run_node) + "; expected one of the " +
+                              std::to_string(num_dst) + " dst nodes");
+    }
     dst_pos[e] = d;
     ++b.indptr[static_cast<std::size_t>(d) + 1];
   }
