@@ -314,10 +314,12 @@ class KVServer {
     // Repeated IDs make a small request ask for a large reply: refuse it before reading.
     check_reply_size("pull '" + q.name + "' of " + std::to_string(local.size()) + " rows",
                      local.size(), spec.row_bytes());
-    // 8-byte aligned reply buffer: the receiver views the rows in place.
+    // 8-byte aligned reply buffer: the receiver views the rows in place. Not zeroed:
+    // read_rows writes every byte of `out` or throws (and then nothing is sent).
     const std::size_t bytes = local.size() * spec.row_bytes();
-    auto rows = std::make_shared<std::vector<std::uint64_t>>((bytes + 7) / 8);
-    std::span<std::byte> out(reinterpret_cast<std::byte*>(rows->data()), bytes);
+    std::shared_ptr<std::uint64_t[]> rows =
+        std::make_shared_for_overwrite<std::uint64_t[]>(std::max<std::size_t>(1, (bytes + 7) / 8));
+    std::span<std::byte> out(reinterpret_cast<std::byte*>(rows.get()), bytes);
     storage_->read_rows(q.name, local, out);
     Reply r;
     r.body.parts.push_back(out);
