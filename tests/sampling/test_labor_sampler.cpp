@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -59,6 +62,38 @@ std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> edge_set(const
   for (std::size_t i = 0; i < f.src.size(); ++i) e.emplace_back(f.dst[i], f.src[i], f.eid[i]);
   std::sort(e.begin(), e.end());
   return e;
+}
+
+/// A SamplerSite over one view, counting the tables it is asked to make.
+class ViewSite final : public SamplerSite {
+ public:
+  explicit ViewSite(LocalGraphView v) : view_(v) {}
+  const LocalGraphView& view() const override { return view_; }
+  std::int32_t part_id() const override { return 0; }
+  std::span<const std::int32_t> edge_types_by_position() const override { return {}; }
+  std::int32_t num_edge_types() const override { return 1; }
+  Buffer<float> edge_values_by_position(const std::string& name) override {
+    throw NotFound("edge data '" + name + "'", "not held by this test site");
+  }
+  std::shared_ptr<const void> cached(
+      const std::string& key, const std::function<std::shared_ptr<const void>()>& make) override {
+    auto& slot = cache_[key];
+    if (!slot) {
+      slot = make();
+      ++made;
+    }
+    return slot;
+  }
+  int made = 0;
+
+ private:
+  LocalGraphView view_;
+  std::map<std::string, std::shared_ptr<const void>> cache_;
+};
+
+LaborSampler labor_at(SamplerSite& site) {
+  HeadReader r(std::vector<std::byte>{}, "sampler 'labor' parameters");
+  return LaborSampler::at_site(r, site);
 }
 
 /// log of the Binomial(n, p) probability of k.
@@ -318,6 +353,30 @@ TEST_CASE("labor sampler picks the same edges for the same key, whatever the spl
       local_seeds[i] = local[static_cast<std::size_t>(seeds[i])];
     const Frontier f = sample_neighbors_local(relabeled, local_seeds, 5, key, LaborSampler{});
     CHECK(edge_set(f) == edge_set(one));
+    // Built where the partition lives, the sampler scans a table of the neighbours' global
+    // IDs (made once per site) and picks exactly what mapping each neighbour picks.
+    ViewSite site(relabeled);
+    const LaborSampler at_site = labor_at(site);
+    CHECK(site.made == 1);
+    const Frontier t = sample_neighbors_local(relabeled, local_seeds, 5, key, at_site);
+    CHECK(t.src == f.src);
+    CHECK(t.dst == f.dst);
+    CHECK(t.eid == f.eid);
+    (void)labor_at(site);
+    CHECK(site.made == 1);
+    // A view the table was not built for (other arrays, other global IDs) maps as it
+    // scans: the table's IDs would pick other edges there.
+    const std::vector<std::int64_t> indices_copy = indices;
+    std::vector<std::int64_t> nid_other(nid.size());
+    for (std::size_t u = 0; u < nid.size(); ++u) nid_other[u] = nid[(u + 1) % nid.size()];
+    const LocalGraphView other{indptr, indices_copy, eids, nid_other, EdgeDir::in};
+    const Frontier mapped = sample_neighbors_local(other, local_seeds, 5, key, LaborSampler{});
+    REQUIRE(mapped.eid != f.eid);
+    CHECK(sample_neighbors_local(other, local_seeds, 5, key, at_site).eid == mapped.eid);
+    // A whole graph's view holds global IDs already: no table.
+    ViewSite whole(view);
+    (void)labor_at(whole);
+    CHECK(whole.made == 0);
   }
 }
 

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "distgraph/sampling/concepts.hpp"
 #include "distgraph/sampling/local_graph_view.hpp"
 #include "distgraph/sampling/rng.hpp"
+#include "distgraph/sampling/sampler_site.hpp"
 
 namespace distgraph {
 
@@ -119,14 +122,43 @@ inline void labor_scan(const std::int64_t* row, const std::int64_t* ids, std::in
 /// to the whole layer) is not offered: it makes a seed's picks depend on every other seed
 /// of the layer, which a layer split over servers cannot compute without another round of
 /// messages, and breaks the Sampler rule that a seed's picks depend on itself alone.
-/// Stateless: copies are free; thread-safe.
+/// Copies are free (they share a site's table); thread-safe.
 class LaborSampler {
  public:
   using policy_category = sampler_tag;
   /// How requests name it (DistributedSampler); it takes no parameters
   /// (`sampler_spec<LaborSampler>()`).
   static constexpr std::string_view wire_name = "labor";
-  static LaborSampler at_site(HeadReader&, SamplerSite&) { return {}; }
+
+  /// Each edge position's neighbour as a global ID, for one view's `indices`: a row scan
+  /// then reads its row in order instead of mapping every neighbour through node_ids at
+  /// random (the map's reads were what was left of LABOR's cost, PERFORMANCE.md).
+  struct NeighbourIds {
+    const std::int64_t* indices = nullptr;  ///< the view it was built for
+    std::vector<std::int64_t> global;       ///< global ID of indices[i]
+  };
+  /// A site's table is built only up to this size (8 bytes per edge the site holds, once
+  /// per process that samples there); past it rows are mapped as they are scanned.
+  static constexpr std::size_t max_table_bytes = std::size_t{1} << 30;
+
+  /// The sampler for `site`: with the site's NeighbourIds table (made on first use, kept
+  /// by SamplerSite::cached) where its view maps local IDs to global ones and the table
+  /// fits max_table_bytes. The picks are the same either way.
+  static LaborSampler at_site(HeadReader&, SamplerSite& site) {
+    const LocalGraphView& g = site.view();
+    if (g.node_ids.empty() || g.indices.size() > max_table_bytes / sizeof(std::int64_t)) return {};
+    auto made = site.cached("labor:neighbour_global_ids", [&] {
+      auto t = std::make_shared<NeighbourIds>();
+      t->indices = g.indices.data();
+      t->global.resize(g.indices.size());
+      for (std::size_t i = 0; i < g.indices.size(); ++i)
+        t->global[i] = g.node_ids[static_cast<std::size_t>(g.indices[i])];
+      return std::static_pointer_cast<const void>(std::shared_ptr<const NeighbourIds>(t));
+    });
+    LaborSampler out;
+    out.ids_ = std::static_pointer_cast<const NeighbourIds>(made);
+    return out;
+  }
 
   /// Nothing to check: the sampler brings no per-edge data.
   void validate(const LocalGraphView&) const noexcept {}
@@ -144,6 +176,12 @@ class LaborSampler {
   void sample(const LocalGraphView& g, std::span<const std::int64_t> local_seeds,
               std::int64_t fanout, const SampleKey& key, Picks& picks) const {
     const std::uint64_t base = stream_base(hash_key(key));
+    // The site's table, when this is the view it was built for.
+    const std::int64_t* table = ids_ && ids_->indices == g.indices.data() &&
+                                        ids_->global.size() == g.indices.size() &&
+                                        !g.indices.empty()
+                                    ? ids_->global.data()
+                                    : nullptr;
     picks.counts.reserve(picks.counts.size() + local_seeds.size());
     for (std::size_t s = 0; s < local_seeds.size(); ++s) {
       if (s + 8 < local_seeds.size()) __builtin_prefetch(g.indptr.data() + local_seeds[s + 8]);
@@ -163,15 +201,20 @@ class LaborSampler {
         // exact): an integer compare per edge. The neighbours' global IDs are random reads
         // into node_ids, fetched ahead of use.
         const auto limit = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
-        detail::labor_scan(g.indices.data() + begin,
-                           g.node_ids.empty() ? nullptr : g.node_ids.data(), degree, base, limit,
-                           begin, picks.positions);
+        if (table != nullptr)
+          detail::labor_scan(table + begin, nullptr, degree, base, limit, begin, picks.positions);
+        else
+          detail::labor_scan(g.indices.data() + begin,
+                             g.node_ids.empty() ? nullptr : g.node_ids.data(), degree, base, limit,
+                             begin, picks.positions);
       }
       picks.counts.push_back(static_cast<std::int64_t>(picks.positions.size() - before));
     }
   }
 
  private:
+  std::shared_ptr<const NeighbourIds> ids_;  // null: rows mapped as scanned
+
   // Salted so the stream is not any SampleRng's: other samplers draw a node's own row from
   // SampleRng(hash_key(key), node).
   static constexpr std::uint64_t stream_base(std::uint64_t key_hash) noexcept {
