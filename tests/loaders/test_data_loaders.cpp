@@ -352,14 +352,19 @@ TEST_CASE("prefetch threads run at the niceness asked and make the same batches"
   Fixture f;
   StandaloneCluster<> cluster(f.config);
   const auto train = every(2, cluster.graph().num_nodes());
+  // The calling thread's niceness, or -100 when it cannot be read (checked on the test's
+  // thread: Catch asserts only there).
   const auto niceness = [] {
     errno = 0;
     const int n = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-    REQUIRE(errno == 0);
-    return n;
+    return errno == 0 ? n : -100;
   };
   const int before = niceness();
-  REQUIRE(before < 19);  // else the test could not tell a lowered thread from the rest
+  REQUIRE(before != -100);
+  if (before >= 19) {  // a lowered thread could not be told from the rest
+    WARN("skipped: the test runs at niceness " << before);
+    return;
+  }
   std::vector<std::vector<NodeBatch>> runs;
   for (int nice : {0, 19}) {
     auto seen = std::make_shared<std::set<int>>();

@@ -373,6 +373,9 @@ TEST_CASE("labor sampler picks the same edges for the same key, whatever the spl
     const Frontier mapped = sample_neighbors_local(other, local_seeds, 5, key, LaborSampler{});
     REQUIRE(mapped.eid != f.eid);
     CHECK(sample_neighbors_local(other, local_seeds, 5, key, at_site).eid == mapped.eid);
+    // The same indices array under another map is another view too.
+    const LocalGraphView same_indices{indptr, indices, eids, nid_other, EdgeDir::in};
+    CHECK(sample_neighbors_local(same_indices, local_seeds, 5, key, at_site).eid == mapped.eid);
     // A whole graph's view holds global IDs already: no table.
     ViewSite whole(view);
     (void)labor_at(whole);

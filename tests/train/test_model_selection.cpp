@@ -252,4 +252,15 @@ TEST_CASE("a bad evaluation interval or mode is refused", "[train][selection][ev
   CHECK(parse_eval_mode("sampled") == EvalMode::sampled);
 }
 
+TEST_CASE("a recipe's loader niceness outside 0-19 is refused before anything runs",
+          "[train][selection]") {
+  Setup s;
+  TempDir out;
+  s.o.prefetch_nice = 20;
+  CHECK_THROWS_WITH(s.run(out / "high", 2), Catch::Contains("prefetch_nice 20; expected 0-19"));
+  s.o.prefetch_nice = -1;
+  CHECK_THROWS_AS(s.run(out / "negative", 2), InvalidArgument);
+  CHECK_FALSE(std::filesystem::exists(out / "high" / "metrics.csv"));
+}
+
 }  // namespace test_train_model_selection

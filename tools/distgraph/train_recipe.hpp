@@ -68,7 +68,8 @@ inline void declare_train_options(Args& args) {
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
       .option("prefetch-nice",
               "niceness 0-19 of the training loader's threads, so that they yield the core "
-              "to the training step where both want it (default 19; 0: as the process)")
+              "to the training step where both want it (default 19; 0: as the process, "
+              "for computers shared with other busy work)")
       .option("cache-mb",
               "MiB of each machine's shared cache of other machines' feature rows, filled "
               "before the first epoch (default 256; 0: none; at most the machine's memory)")

@@ -31,10 +31,10 @@ enum class DType : std::uint8_t {
   bfloat16,
 };
 
-inline constexpr DType all_dtypes[] = {
-    DType::float32, DType::float64, DType::float16, DType::int8,   DType::int16,  DType::int32,
-    DType::int64,   DType::uint8,   DType::uint16,  DType::uint32, DType::uint64, DType::bool_,
-    DType::bfloat16};
+inline constexpr DType all_dtypes[] = {DType::float32, DType::float64, DType::float16, DType::int8,
+                                       DType::int16,   DType::int32,   DType::int64,   DType::uint8,
+                                       DType::uint16,  DType::uint32,  DType::uint64,  DType::bool_,
+                                       DType::bfloat16};
 
 /// Bytes per element.
 constexpr std::size_t dtype_size(DType t) noexcept {

@@ -28,7 +28,7 @@ inline float half_to_float(std::uint16_t h) noexcept {
   // Subnormal: the mantissa as the low bits of 0.5's significand, minus 0.5.
   const float subnormal = std::bit_cast<float>((two_w >> 17) | (126u << 23)) - 0.5f;
   const std::uint32_t bits = two_w < (1u << 27) ? std::bit_cast<std::uint32_t>(subnormal)
-                                                 : std::bit_cast<std::uint32_t>(normal);
+                                                : std::bit_cast<std::uint32_t>(normal);
   return std::bit_cast<float>(sign | bits);
 }
 
@@ -78,16 +78,16 @@ namespace detail {
 
 inline void require_feature_dtype(const std::string& subject, DType t) {
   if (!is_feature_dtype(t))
-    throw DTypeError(subject, "dtype " + std::string(dtype_name(t)) +
-                                  "; expected float32, float16 or bfloat16");
+    throw DTypeError(
+        subject, "dtype " + std::string(dtype_name(t)) + "; expected float32, float16 or bfloat16");
 }
 
 inline void require_converted_size(const std::string& subject, std::size_t bytes, DType t,
                                    std::size_t values) {
   if (bytes != values * dtype_size(t))
     throw ShapeError(subject, std::to_string(bytes) + " bytes of " + std::string(dtype_name(t)) +
-                                  "; expected " + std::to_string(values * dtype_size(t)) +
-                                  " for " + std::to_string(values) + " values");
+                                  "; expected " + std::to_string(values * dtype_size(t)) + " for " +
+                                  std::to_string(values) + " values");
 }
 
 }  // namespace detail

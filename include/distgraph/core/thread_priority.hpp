@@ -12,7 +12,8 @@ namespace distgraph {
 /// high; Linux keeps a niceness per thread, so the rest of the process is untouched.
 /// Returns whether the thread now runs at `nice` or nicer. Lowering priority needs no
 /// privilege; a refusal (a sandbox's seccomp filter, say) leaves the thread as it was,
-/// which costs speed and nothing else, so it is reported rather than thrown.
+/// which costs speed and nothing else, so it returns false rather than throwing. Threads
+/// the calling thread starts later inherit its niceness.
 inline bool lower_thread_priority(int nice) noexcept {
   if (nice <= 0) return true;
   if (nice > 19) nice = 19;

@@ -213,7 +213,9 @@ inline void async_span(std::string name, const char* cat, std::uint64_t start_ns
 }
 
 /// Names the calling thread: its OS name "dg-" + name (what `top -H`, perf and gdb show;
-/// cut to Linux's 15 characters) and, when tracing, its track ("prefetch", "socket").
+/// cut to Linux's 15 characters; on a process's main thread this is also the process's
+/// name in `ps`; threads it starts later inherit it) and, when tracing, its track
+/// ("prefetch", "socket").
 inline void name_thread(const char* name) {
   char os_name[16] = "dg-";
   std::snprintf(os_name + 3, sizeof os_name - 3, "%s", name);

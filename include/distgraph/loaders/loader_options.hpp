@@ -30,8 +30,10 @@ struct LoaderOptions {
   /// The niceness (0-19) the prefetch threads give themselves (Linux: per thread). Where
   /// the cores are all busy, a higher value lets the consumer's training step run on
   /// rather than share its core with batch making the window does not need yet; a thread
-  /// that falls behind still gets the core whenever the consumer waits for it. The
-  /// batches are the same for any value; 0 leaves the threads as the process is.
+  /// that falls behind gets the core when the consumer waits for it and no thread of
+  /// normal priority wants it (at 19 it has about 1.5% of a core another thread wants: on
+  /// a computer shared with other busy work, keep 0). The batches are the same for any
+  /// value; 0 leaves the threads as the process is.
   int prefetch_nice = 0;
   /// With prefetch threads: keep making batches across the end of an epoch, so that the
   /// first batches of epoch e + 1 are made while the consumer still trains on epoch e's

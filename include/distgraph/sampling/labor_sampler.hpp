@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -134,8 +135,17 @@ class LaborSampler {
   /// then reads its row in order instead of mapping every neighbour through node_ids at
   /// random (the map's reads were what was left of LABOR's cost, PERFORMANCE.md).
   struct NeighbourIds {
-    const std::int64_t* indices = nullptr;  ///< the view it was built for
-    std::vector<std::int64_t> global;       ///< global ID of indices[i]
+    const std::int64_t* indices = nullptr;   ///< the view it was built for: its indices
+    const std::int64_t* node_ids = nullptr;  ///< and its local -> global map
+    std::size_t num_node_ids = 0;
+    std::vector<std::int64_t> global;  ///< global ID of indices[i]
+
+    /// Whether this is the table of `g`.
+    bool built_for(const LocalGraphView& g) const noexcept {
+      return indices == g.indices.data() && global.size() == g.indices.size() &&
+             node_ids == g.node_ids.data() && num_node_ids == g.node_ids.size() &&
+             !g.indices.empty();
+    }
   };
   /// A site's table is built only up to this size (8 bytes per edge the site holds, once
   /// per process that samples there); past it rows are mapped as they are scanned.
@@ -143,20 +153,26 @@ class LaborSampler {
 
   /// The sampler for `site`: with the site's NeighbourIds table (made on first use, kept
   /// by SamplerSite::cached) where its view maps local IDs to global ones and the table
-  /// fits max_table_bytes. The picks are the same either way.
+  /// fits max_table_bytes. The picks are the same either way, so a site short of memory
+  /// for the table samples without it.
   static LaborSampler at_site(HeadReader&, SamplerSite& site) {
     const LocalGraphView& g = site.view();
     if (g.node_ids.empty() || g.indices.size() > max_table_bytes / sizeof(std::int64_t)) return {};
-    auto made = site.cached("labor:neighbour_global_ids", [&] {
-      auto t = std::make_shared<NeighbourIds>();
-      t->indices = g.indices.data();
-      t->global.resize(g.indices.size());
-      for (std::size_t i = 0; i < g.indices.size(); ++i)
-        t->global[i] = g.node_ids[static_cast<std::size_t>(g.indices[i])];
-      return std::static_pointer_cast<const void>(std::shared_ptr<const NeighbourIds>(t));
-    });
     LaborSampler out;
-    out.ids_ = std::static_pointer_cast<const NeighbourIds>(made);
+    try {
+      auto made = site.cached("labor:neighbour_global_ids", [&] {
+        auto t = std::make_shared<NeighbourIds>();
+        t->indices = g.indices.data();
+        t->node_ids = g.node_ids.data();
+        t->num_node_ids = g.node_ids.size();
+        t->global.resize(g.indices.size());
+        for (std::size_t i = 0; i < g.indices.size(); ++i)
+          t->global[i] = g.node_ids[static_cast<std::size_t>(g.indices[i])];
+        return std::static_pointer_cast<const void>(std::shared_ptr<const NeighbourIds>(t));
+      });
+      out.ids_ = std::static_pointer_cast<const NeighbourIds>(made);
+    } catch (const std::bad_alloc&) {
+    }
     return out;
   }
 
@@ -177,11 +193,7 @@ class LaborSampler {
               std::int64_t fanout, const SampleKey& key, Picks& picks) const {
     const std::uint64_t base = stream_base(hash_key(key));
     // The site's table, when this is the view it was built for.
-    const std::int64_t* table = ids_ && ids_->indices == g.indices.data() &&
-                                        ids_->global.size() == g.indices.size() &&
-                                        !g.indices.empty()
-                                    ? ids_->global.data()
-                                    : nullptr;
+    const std::int64_t* table = ids_ && ids_->built_for(g) ? ids_->global.data() : nullptr;
     picks.counts.reserve(picks.counts.size() + local_seeds.size());
     for (std::size_t s = 0; s < local_seeds.size(); ++s) {
       if (s + 8 < local_seeds.size()) __builtin_prefetch(g.indptr.data() + local_seeds[s + 8]);
@@ -198,8 +210,8 @@ class LaborSampler {
       const std::size_t before = picks.positions.size();
       if (fanout > 0) {
         // r_u < p exactly when r_u's 53 bits are below ceil(p * 2^53) (scaling by 2^53 is
-        // exact): an integer compare per edge. The neighbours' global IDs are random reads
-        // into node_ids, fetched ahead of use.
+        // exact): an integer compare per edge. The neighbours' global IDs come in row order
+        // from the site's table, else as random reads into node_ids, fetched ahead of use.
         const auto limit = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
         if (table != nullptr)
           detail::labor_scan(table + begin, nullptr, degree, base, limit, begin, picks.positions);

@@ -317,6 +317,7 @@ class KVServer {
     // 8-byte aligned reply buffer: the receiver views the rows in place. Not zeroed:
     // read_rows writes every byte of `out` or throws (and then nothing is sent).
     const std::size_t bytes = local.size() * spec.row_bytes();
+    // At least one word, so that a reply of no rows still points at memory it owns.
     std::shared_ptr<std::uint64_t[]> rows =
         std::make_shared_for_overwrite<std::uint64_t[]>(std::max<std::size_t>(1, (bytes + 7) / 8));
     std::span<std::byte> out(reinterpret_cast<std::byte*>(rows.get()), bytes);

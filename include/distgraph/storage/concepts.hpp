@@ -38,7 +38,8 @@ struct storage_tag {};
 ///   of the same name, dtype and shape exists; a different dtype or shape throws
 ///   DTypeError/ShapeError naming the tensor. create(spec, bytes) also fills it.
 /// - read_rows copies rows in request order; each row is read atomically (never half of
-///   one write and half of another), also across processes sharing the storage.
+///   one write and half of another), also across processes sharing the storage. It writes
+///   every byte of `out` or throws: a server sends `out` without zeroing it first.
 /// - write_rows replaces each row atomically; a row listed twice ends as its last listing.
 /// - add_rows adds element-wise, atomically per row, so concurrent adds never lose an
 ///   update; a row listed twice gets both additions. Numeric dtypes only (float32,

@@ -195,6 +195,7 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
     e.batch_size = o.eval_batch_size;
     e.shuffle = false;
     e.prefetch_next_epoch = false;  // evaluations are not every epoch
+    e.prefetch_nice = 0;            // nothing to yield to: the trainer waits for these batches
     return detail::MaybeLoader<Loader>(Loader(g, mine, o.fanouts, e, elo));
   };
   auto val_loader = eval_loader(split.val);

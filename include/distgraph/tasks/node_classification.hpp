@@ -412,6 +412,7 @@ MaybeLoader<NodeDataLoader<Graph>> evaluation_loader(const Graph& g,
   if (mine.empty()) return MaybeLoader<Loader>();
   lo.shuffle = false;
   lo.prefetch_next_epoch = false;  // evaluations are not every epoch
+  lo.prefetch_nice = 0;            // nothing to yield to: the trainer waits for these batches
   return MaybeLoader<Loader>(Loader(g, mine, fanouts, lo));
 }
 

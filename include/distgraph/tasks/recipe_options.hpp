@@ -42,7 +42,8 @@ struct RecipeOptions {
   torch::Device device = torch::kCPU;
   unsigned num_prefetch_threads = 1;  ///< per loader; 0 = sample inside next()
   /// The training loader's LoaderOptions::prefetch_nice: its threads yield the core to
-  /// the training step where both want it.
+  /// the training step where both want it (evaluation loaders keep 0). Use 0 where other
+  /// busy work shares the computer.
   int prefetch_nice = 19;
   std::int64_t eval_batch_size = 4096;  ///< validation and test: destinations per batch
   /// Validate after every `eval_every`-th epoch and after the last; other epochs log no
@@ -95,6 +96,9 @@ inline void check_recipe(const RecipeOptions& o) {
   for (auto f : o.fanouts)
     if (f == 0 || f < -1)
       throw InvalidArgument("train: fanout " + std::to_string(f) + "; expected >= 1 or -1 (all)");
+  if (o.prefetch_nice < 0 || o.prefetch_nice > 19)
+    throw InvalidArgument("train: prefetch_nice " + std::to_string(o.prefetch_nice) +
+                          "; expected 0-19");
   if (!(o.lr > 0)) throw InvalidArgument("train: learning rate must be > 0");
   if (!(o.weight_decay >= 0)) throw InvalidArgument("train: weight decay must be >= 0");
   if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
