@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/thread_priority.hpp"
 #include "distgraph/distributed/remote_traffic.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "distgraph/server/protocol.hpp"
@@ -106,9 +107,7 @@ inline void check_loader_options(const LoaderOptions& o, const std::string& who)
   if (o.prefetch_depth < 1)
     throw InvalidArgument(who + ": prefetch_depth " + std::to_string(o.prefetch_depth) +
                           "; expected >= 1");
-  if (o.prefetch_nice < 0 || o.prefetch_nice > 19)
-    throw InvalidArgument(who + ": prefetch_nice " + std::to_string(o.prefetch_nice) +
-                          "; expected 0-19 (a thread may only lower its own priority)");
+  check_nice(o.prefetch_nice, who + ": prefetch_nice");
 }
 
 /// Throws InvalidArgument unless `o.layer_samplers` is empty or has one per layer.

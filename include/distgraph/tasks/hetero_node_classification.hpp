@@ -363,8 +363,7 @@ RunResult train_hetero_node_classification(const Graph& g, const HeteroNodeClass
   using Loader = NodeDataLoader<Graph>;
   const SplitOptions even{.rank = rank, .num_trainers = world, .force_even = true};
   Loader train_loader(g, node_split(train_all, g.book(), even), layer_marks, train_lo);
-  LoaderOptions eval_lo = train_lo;
-  eval_lo.batch_size = o.eval_batch_size;
+  LoaderOptions eval_lo = evaluation_loader_options(train_lo, o.eval_batch_size);
   eval_lo.layer_samplers.assign(
       o.fanouts.size(), PerRelationSampler::spec(std::vector<std::int64_t>(g.etypes().size(), -1)));
   auto val_loader = detail::evaluation_loader(g, val_all, true, layer_marks, eval_lo, world);

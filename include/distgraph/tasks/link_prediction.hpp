@@ -191,12 +191,8 @@ RunResult train_link_prediction(const Graph& g, const LinkPredictionOptions& o,
     const auto mine =
         edge_split(all, g.book(), {.rank = rank, .num_trainers = world, .force_even = false});
     if (mine.empty()) return detail::MaybeLoader<Loader>();
-    LoaderOptions e = lo;
-    e.batch_size = o.eval_batch_size;
-    e.shuffle = false;
-    e.prefetch_next_epoch = false;  // evaluations are not every epoch
-    e.prefetch_nice = 0;            // nothing to yield to: the trainer waits for these batches
-    return detail::MaybeLoader<Loader>(Loader(g, mine, o.fanouts, e, elo));
+    return detail::MaybeLoader<Loader>(
+        Loader(g, mine, o.fanouts, evaluation_loader_options(lo, o.eval_batch_size), elo));
   };
   auto val_loader = eval_loader(split.val);
   auto test_loader = eval_loader(split.test);

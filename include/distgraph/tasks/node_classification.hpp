@@ -397,22 +397,19 @@ std::int64_t node_classes(const Graph& g, const NodeClassificationOptions& o,
 }
 
 /// A loader of this trainer's share of evaluation nodes `all` (`split`: node_split's
-/// exact share; else `all` is the share), batches of o.eval_batch_size, in order.
+/// exact share; else `all` is the share) under `lo`, an evaluation_loader_options.
 template <class Graph>
 MaybeLoader<NodeDataLoader<Graph>> evaluation_loader(const Graph& g,
                                                      const std::vector<std::int64_t>& all,
                                                      bool split,
                                                      const std::vector<std::int64_t>& fanouts,
-                                                     LoaderOptions lo, std::int32_t world) {
+                                                     const LoaderOptions& lo, std::int32_t world) {
   using Loader = NodeDataLoader<Graph>;
   if (all.empty()) return MaybeLoader<Loader>();
   const SplitOptions exact{
       .rank = static_cast<std::int32_t>(lo.rank), .num_trainers = world, .force_even = false};
   const auto mine = split ? node_split(all, g.book(), exact) : all;
   if (mine.empty()) return MaybeLoader<Loader>();
-  lo.shuffle = false;
-  lo.prefetch_next_epoch = false;  // evaluations are not every epoch
-  lo.prefetch_nice = 0;            // nothing to yield to: the trainer waits for these batches
   return MaybeLoader<Loader>(Loader(g, mine, fanouts, lo));
 }
 
@@ -438,8 +435,8 @@ nlohmann::json node_run_identity(const Graph& g, const NodeClassificationOptions
 template <class Graph>
 std::pair<MaybeLoader<NodeDataLoader<Graph>>, MaybeLoader<NodeDataLoader<Graph>>> node_eval_loaders(
     const Graph& g, const NodeClassificationOptions& o, const EvalSets& sets, bool full,
-    LoaderOptions lo, std::int32_t world) {
-  lo.batch_size = o.eval_batch_size;
+    const LoaderOptions& train_lo, std::int32_t world) {
+  const LoaderOptions lo = evaluation_loader_options(train_lo, o.eval_batch_size);
   const std::vector<std::int64_t> all(o.fanouts.size(), -1);
   const auto& val_fanouts = o.eval == EvalMode::sampled ? o.fanouts : all;
   if (!full)

@@ -96,9 +96,7 @@ inline void check_recipe(const RecipeOptions& o) {
   for (auto f : o.fanouts)
     if (f == 0 || f < -1)
       throw InvalidArgument("train: fanout " + std::to_string(f) + "; expected >= 1 or -1 (all)");
-  if (o.prefetch_nice < 0 || o.prefetch_nice > 19)
-    throw InvalidArgument("train: prefetch_nice " + std::to_string(o.prefetch_nice) +
-                          "; expected 0-19");
+  check_nice(o.prefetch_nice, "train: prefetch_nice");
   if (!(o.lr > 0)) throw InvalidArgument("train: learning rate must be > 0");
   if (!(o.weight_decay >= 0)) throw InvalidArgument("train: weight decay must be >= 0");
   if (!(o.dropout >= 0 && o.dropout < 1) || !(o.input_dropout >= 0 && o.input_dropout < 1))
@@ -120,6 +118,18 @@ inline LoaderOptions training_loader_options(const RecipeOptions& o, std::int32_
                        .last_epoch = o.epochs - 1,
                        .feature = std::move(feature),
                        .label = std::move(label)};
+}
+
+/// An evaluation loader's options from the training loader's `train`: `batch_size`
+/// destinations (or edges) per batch, in order, only for the epoch asked (evaluations are
+/// not every epoch), threads at the process's priority (the trainer waits for these
+/// batches: there is no training step to yield to).
+inline LoaderOptions evaluation_loader_options(LoaderOptions train, std::int64_t batch_size) {
+  train.batch_size = batch_size;
+  train.shuffle = false;
+  train.prefetch_next_epoch = false;
+  train.prefetch_nice = 0;
+  return train;
 }
 
 }  // namespace distgraph
