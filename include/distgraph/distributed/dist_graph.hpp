@@ -333,15 +333,19 @@ class BasicDistGraph {
           return SampleRequest{key, fanout, sampler, n}.encode();
         },
         3, false, here);
-    std::vector<Frontier> parts(answers.size());
-    for (std::size_t k = 0; k < answers.size(); ++k)
-      parts[k] = Frontier{std::move(answers[k].values[0]), std::move(answers[k].values[1]),
-                          std::move(answers[k].values[2])};
+    // One owner's answer is the frontier as it stands; several are laid end to end, each
+    // array sized once.
+    if (answers.size() == 1)
+      return Frontier{std::move(answers[0].values[0]), std::move(answers[0].values[1]),
+                      std::move(answers[0].values[2])};
     Frontier out;
-    for (auto& f : parts) {
-      out.src.insert(out.src.end(), f.src.begin(), f.src.end());
-      out.dst.insert(out.dst.end(), f.dst.begin(), f.dst.end());
-      out.eid.insert(out.eid.end(), f.eid.begin(), f.eid.end());
+    std::size_t total = 0;
+    for (const auto& a : answers) total += a.values[0].size();
+    for (auto* v : {&out.src, &out.dst, &out.eid}) v->reserve(total);
+    for (auto& a : answers) {
+      out.src.insert(out.src.end(), a.values[0].begin(), a.values[0].end());
+      out.dst.insert(out.dst.end(), a.values[1].begin(), a.values[1].end());
+      out.eid.insert(out.eid.end(), a.values[2].begin(), a.values[2].end());
     }
     return out;
   }

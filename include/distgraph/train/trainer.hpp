@@ -98,11 +98,16 @@ namespace detail {
 /// when the model has two output classes).
 class MetricAccumulator {
  public:
-  /// Adds one batch's logits [n, classes] and labels [n] (any device).
-  void add(const torch::Tensor& logits, const torch::Tensor& labels) {
+  /// Adds one batch's logits [n, classes] and labels [n] (any device). `loss_sum`: the
+  /// batch's summed cross-entropy when the caller has it already (a training step's mean
+  /// loss times n), else computed here.
+  void add(const torch::Tensor& logits, const torch::Tensor& labels,
+           std::optional<double> loss_sum = std::nullopt) {
     classes_ = logits.size(1);
     // Summed, so that trainers with different node counts weigh each node equally.
-    loss_ += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
+    loss_ += loss_sum
+                 ? *loss_sum
+                 : torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     correct_ += logits.argmax(1).eq(labels).sum().item<double>();
     total_ += static_cast<double>(labels.size(0));
     if (classes_ == 2) {
@@ -278,8 +283,9 @@ class Trainer {
       // The loss read back: on a GPU, where the host waits for the batch's kernels.
       trace::Span metrics_span("metrics");
       const auto n = static_cast<double>(y.size(0));
-      loss_sum += loss.item<double>() * n;
-      acc.add(logits.detach(), y);
+      const double batch_loss = loss.item<double>() * n;
+      loss_sum += batch_loss;
+      acc.add(logits.detach(), y, batch_loss);
       total += n;
       metrics_span.end();
       st.compute_s += clock.seconds();
