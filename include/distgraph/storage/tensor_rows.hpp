@@ -13,6 +13,7 @@
 
 #include "distgraph/core/dtype.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/prefetch.hpp"
 #include "distgraph/io/npy.hpp"
 #include "distgraph/storage/concepts.hpp"
 #include "distgraph/storage/row_locks.hpp"
@@ -210,8 +211,10 @@ struct TensorRows {
     if (at.size() != rows.size() || out.size() % rb != 0)
       throw ShapeError(subject, "scattered read of " + std::to_string(rows.size()) + " rows to " +
                                     std::to_string(at.size()) + " slots of " +
-                                    std::to_string(out.size()) + " bytes; expected one slot per "
-                                    "row and whole rows of " + std::to_string(rb) + " bytes");
+                                    std::to_string(out.size()) +
+                                    " bytes; expected one slot per "
+                                    "row and whole rows of " +
+                                    std::to_string(rb) + " bytes");
     const std::size_t slots = out.size() / rb;
     bool bad = false;
     for (const std::size_t a : at) bad |= a >= slots;
@@ -263,26 +266,10 @@ struct TensorRows {
     return data + static_cast<std::size_t>(row) * spec.row_bytes();
   }
 
-  /// How many rows ahead of the one being copied read and read_at ask for the next row's
-  /// cache lines. A random row is a cache and TLB miss, and the seqlocked copy alone keeps
-  /// little more than one row's misses in flight. Measured on bench_kvstore's
-  /// pull_colocated (1000 random rows x 100 float32 of a 200 MB mapping, 2-core AMD EPYC
-  /// VM, runs where the plain gather bound read 20-21.5 M rows/s): 13.1-13.6 M rows/s
-  /// without prefetching, 20-25 M with 8 rows ahead; 4 and 16 ahead were within the
-  /// noise of 8.
-  static constexpr std::size_t prefetch_rows_ahead = 8;
-  /// A longer row has only its first KiB fetched ahead: the hardware's stream prefetcher
-  /// follows the rest once the copy walks it, and more lines ahead would crowd the misses
-  /// the core can track.
-  static constexpr std::size_t prefetch_max_bytes = 1024;
-
   /// Asks for the cache lines of `row` (row_bytes `rb`) without waiting: a hint only, so
   /// it needs no seqlock; the copy that follows is still validated as always.
   void prefetch_row(std::int64_t row, std::size_t rb) const noexcept {
-    const std::byte* p = row_ptr(row);
-    const std::size_t n = rb < prefetch_max_bytes ? rb : prefetch_max_bytes;
-    for (std::size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o);
-    __builtin_prefetch(p + n - 1);
+    prefetch_lines(row_ptr(row), rb);
   }
 
   template <class T>

@@ -100,7 +100,7 @@ class MetricAccumulator {
  public:
   /// Adds one batch's logits [n, classes] and labels [n] (any device). `loss_sum`: the
   /// batch's summed cross-entropy when the caller has it already (a training step's mean
-  /// loss times n), else computed here.
+  /// loss times n: the same, as no label is ignored), else computed here.
   void add(const torch::Tensor& logits, const torch::Tensor& labels,
            std::optional<double> loss_sum = std::nullopt) {
     classes_ = logits.size(1);
@@ -230,7 +230,6 @@ class Trainer {
     check_batch_count(expected);
     model_->train();
     source.begin_epoch(epoch);
-    double loss_sum = 0, total = 0;
     detail::MetricAccumulator acc;
     trace::Span epoch_span("epoch");
     epoch_span.arg("epoch", epoch);
@@ -282,11 +281,7 @@ class Trainer {
       step_span.end();
       // The loss read back: on a GPU, where the host waits for the batch's kernels.
       trace::Span metrics_span("metrics");
-      const auto n = static_cast<double>(y.size(0));
-      const double batch_loss = loss.item<double>() * n;
-      loss_sum += batch_loss;
-      acc.add(logits.detach(), y, batch_loss);
-      total += n;
+      acc.add(logits.detach(), y, loss.item<double>() * static_cast<double>(y.size(0)));
       metrics_span.end();
       st.compute_s += clock.seconds();
       ++st.num_batches;
@@ -295,10 +290,9 @@ class Trainer {
       throw InvalidArgument("train_epoch: the source yielded " + std::to_string(st.num_batches) +
                             " batches in epoch " + std::to_string(epoch) +
                             "; its num_batches() said " + std::to_string(expected));
-    std::vector<double> sums{loss_sum, total};
-    if (group_) sums = all_reduce_sum(*group_, sums, options_.all_reduce.timeout);
-    st.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    // The loss comes reduced with the metric's counts: one collective for both.
     const EvalResult m = acc.reduce(group_.get(), metric, options_.all_reduce.timeout);
+    st.loss = m.loss;
     st.train_metric = m.value;
     st.metric = m.metric;
     st.epoch_s = epoch_clock.seconds();
