@@ -212,8 +212,7 @@ struct TensorRows {
       throw ShapeError(subject, "scattered read of " + std::to_string(rows.size()) + " rows to " +
                                     std::to_string(at.size()) + " slots of " +
                                     std::to_string(out.size()) +
-                                    " bytes; expected one slot per "
-                                    "row and whole rows of " +
+                                    " bytes; expected one slot per row and whole rows of " +
                                     std::to_string(rb) + " bytes");
     const std::size_t slots = out.size() / rb;
     bool bad = false;
