@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -341,11 +342,11 @@ class BasicDistGraph {
     Frontier out;
     std::size_t total = 0;
     for (const auto& a : answers) total += a.values[0].size();
-    for (auto* v : {&out.src, &out.dst, &out.eid}) v->reserve(total);
-    for (auto& a : answers) {
-      out.src.insert(out.src.end(), a.values[0].begin(), a.values[0].end());
-      out.dst.insert(out.dst.end(), a.values[1].begin(), a.values[1].end());
-      out.eid.insert(out.eid.end(), a.values[2].begin(), a.values[2].end());
+    const std::array<std::vector<std::int64_t>*, 3> arrays{&out.src, &out.dst, &out.eid};
+    for (std::size_t j = 0; j < arrays.size(); ++j) {
+      arrays[j]->reserve(total);
+      for (const auto& a : answers)
+        arrays[j]->insert(arrays[j]->end(), a.values[j].begin(), a.values[j].end());
     }
     return out;
   }
