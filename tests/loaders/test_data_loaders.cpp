@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -195,6 +196,51 @@ TEST_CASE("node loader features and labels are the rows ndata holds", "[dist]") 
   CHECK(b->features.empty());
   CHECK(b->feat_dim == 0);
   CHECK(b->labels.empty());
+}
+
+TEST_CASE("a recycled batch's feature buffer holds the next batch's rows, every one rewritten",
+          "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const auto feat = g.ndata<float>("feat");
+  // No prefetch threads: the next batch is made inside next(), after the recycle.
+  NodeDataLoader loader(g, every(3, g.num_nodes()), {4, 4}, {.batch_size = 40, .seed = 2});
+  loader.begin_epoch(0);
+  auto first = loader.next();
+  REQUIRE(first);
+  REQUIRE_FALSE(first->features.empty());
+  // Stale values an unwritten row would keep: NaN never equals a pulled row.
+  std::fill(first->features.begin(), first->features.end(), std::nanf(""));
+  const float* buffer = first->features.data();
+  const std::size_t capacity = first->features.capacity();
+  loader.recycle(std::move(*first));
+  auto second = loader.next();
+  REQUIRE(second);
+  CHECK(second->features == feat.pull(second->input_nodes));
+  // A fresh vector would have the capacity of its own size.
+  if (second->features.size() <= capacity) {
+    CHECK(second->features.data() == buffer);
+    CHECK(second->features.capacity() == capacity);
+  }
+
+  // The range recycles each batch as it moves on: a batch that fits the one before it is
+  // made in its buffer, and holds its own rows.
+  const float* last = nullptr;
+  std::size_t last_capacity = 0;
+  std::size_t reused = 0;
+  for (NodeBatch& b : loader.epoch(1)) {
+    REQUIRE(b.features == feat.pull(b.input_nodes));
+    if (last != nullptr && b.features.size() <= last_capacity) {
+      CHECK(b.features.data() == last);
+      CHECK(b.features.capacity() == last_capacity);
+      ++reused;
+    }
+    last = b.features.data();
+    last_capacity = b.features.capacity();
+    std::fill(b.features.begin(), b.features.end(), std::nanf(""));
+  }
+  CHECK(reused > 0);
 }
 
 TEST_CASE("node loader batches are identical for 0, 1 and 2 prefetch threads", "[dist]") {

@@ -66,6 +66,7 @@ inline void declare_train_options(Args& args) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
+      .option("prefetch-depth", "batches the training loader makes ahead (default 4)")
       .option("prefetch-nice",
               "niceness 0-19 of the training loader's threads, so that they yield the core "
               "to the training step where both want it (default 19; 0: as the process, "
@@ -220,6 +221,7 @@ inline void read_task_options(const Args& a, NodeClassificationOptions& o) {
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
   o.prefetch_nice = static_cast<int>(a.get_int("prefetch-nice", o.prefetch_nice, 0, 19));
+  o.prefetch_depth = a.get_int("prefetch-depth", o.prefetch_depth, 1, 1 << 20);
   if (const auto sp = a.get_or("split", "balanced"); sp == "local")
     o.balance_split = false;
   else if (sp != "balanced")
@@ -313,6 +315,7 @@ void copy_run_options(const NodeClassificationOptions& plain, Options& o) {
   o.device = plain.device;
   o.num_prefetch_threads = plain.num_prefetch_threads;
   o.prefetch_nice = plain.prefetch_nice;
+  o.prefetch_depth = plain.prefetch_depth;
   o.out = plain.out;
   o.collective_timeout = plain.collective_timeout;
 }

@@ -216,7 +216,7 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
   }
 
   static EdgeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
-                              const SampleKey& key) {
+                              const SampleKey& key, detail::SpareBuffers& spares) {
     EdgeBatch out;
     out.eids.assign(seeds.begin(), seeds.end());
     Stopwatch clock;
@@ -277,9 +277,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     MiniBatch mb = sample_blocks(
         out.output_nodes, s.fanouts,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
-          Frontier f =
-              s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
-                                       layer_sampler(s.options, layer));
+          Frontier f = s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
+                                                layer_sampler(s.options, layer));
           if (exclude) drop_edges(f, excluded);
           return f;
         });
@@ -291,7 +290,7 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
         .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     {
       const TrafficScope traffic(out.timings.traffic);
-      s.feat.pull(s.graph, mb.input_nodes, out);
+      s.feat.pull(s.graph, mb.input_nodes, out, spares);
     }
     fetch_span.end();
     out.timings.fetch_s = clock.seconds();

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,38 @@
 #include "distgraph/loaders/loader_options.hpp"
 
 namespace distgraph::detail {
+
+/// Feature buffers of batches their consumer is done with (LoaderBase::recycle), for the
+/// prefetch threads to pull later batches into. A buffer comes back at its old size, so
+/// that resizing it for a batch of no more rows writes nothing: a fresh std::vector
+/// zero-fills every element first, 6-8% of a prefetch thread's time in the R-MAT 18
+/// epoch (PERFORMANCE.md), all of it overwritten by the rows. At most `capacity` are
+/// kept. Thread-safe.
+class SpareBuffers {
+ public:
+  explicit SpareBuffers(std::size_t capacity) : capacity_(capacity) {}
+
+  /// A kept buffer (any size, stale values), or an empty one.
+  std::vector<float> take() {
+    std::lock_guard lock(mu_);
+    if (kept_.empty()) return {};
+    std::vector<float> v = std::move(kept_.back());
+    kept_.pop_back();
+    return v;
+  }
+
+  /// Keeps `v` unless it holds nothing or `capacity` are kept already.
+  void give(std::vector<float>&& v) {
+    if (v.capacity() == 0) return;
+    std::lock_guard lock(mu_);
+    if (kept_.size() < capacity_) kept_.push_back(std::move(v));
+  }
+
+ private:
+  std::mutex mu_;
+  std::size_t capacity_;
+  std::vector<std::vector<float>> kept_;
+};
 
 /// A graph whose data opens in its stored dtype (BasicDistGraph: raw_ndata and
 /// TypeView::raw_data). A user's LoaderGraph without it has float32 features read as such.
@@ -127,11 +160,14 @@ struct LoaderFeatures {
 
   /// Pulls the rows of `nodes` into `out` (a NodeBatch or EdgeBatch): `features` and
   /// `feat_dim` when untyped; else `input_types` (each node's type) and `typed_features`
-  /// (the rows of each node type among them that has the feature). Blocks on the pulls.
+  /// (the rows of each node type among them that has the feature). Untyped rows go into
+  /// a buffer from `spares` when it has one. Blocks on the pulls.
   template <class Batch>
-  void pull(const Graph& graph, std::span<const std::int64_t> nodes, Batch& out) const {
+  void pull(const Graph& graph, std::span<const std::int64_t> nodes, Batch& out,
+            SpareBuffers& spares) const {
     if (untyped) {
       out.feat_dim = untyped->num_cols();
+      out.features = spares.take();
       pull_float_rows(*untyped, nodes, out.features);
     }
     if (typed.empty()) return;

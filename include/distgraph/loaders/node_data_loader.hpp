@@ -39,7 +39,7 @@ struct NodeBatch {
   /// stays empty then (widths differ per type).
   std::vector<std::int32_t> input_types;
   std::vector<TypedRows> typed_features;
-  std::vector<std::int64_t> labels;        ///< one per output node; empty without labels
+  std::vector<std::int64_t> labels;  ///< one per output node; empty without labels
   BatchTimings timings;
 };
 
@@ -164,7 +164,7 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
   }
 
   static NodeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,
-                              const SampleKey& key) {
+                              const SampleKey& key, detail::SpareBuffers& spares) {
     NodeBatch out;
     Stopwatch clock;
     trace::Span sample_span("sample", "loader");
@@ -178,7 +178,7 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
         .arg("rows", static_cast<std::int64_t>(mb.input_nodes.size()));
     {
       const TrafficScope traffic(out.timings.traffic);
-      s.feat.pull(s.graph, mb.input_nodes, out);
+      s.feat.pull(s.graph, mb.input_nodes, out, spares);
       if (s.label) out.labels = s.label->pull(mb.output_nodes);
     }
     fetch_span.end();

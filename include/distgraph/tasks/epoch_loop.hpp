@@ -107,6 +107,7 @@ EpochStats train_epoch_with(TrainerT& trainer, Loader& loader, std::int64_t e, M
     total += b.count;
     st.compute_s += clock.seconds() - reduce_s;
     ++st.num_batches;
+    recycle_batch(loader, *batch);
   }
   std::vector<double> sums{loss_sum, total};
   if (trainer.group()) sums = all_reduce_sum(*trainer.group(), sums, trainer.collective_timeout());
@@ -128,7 +129,10 @@ EvalResult evaluate_with(TrainerT& trainer, Loader& loader, std::int64_t epoch, 
   trainer.model()->eval();
   loader.begin_epoch(epoch);
   MetricAccumulator acc;
-  while (auto batch = loader.next()) add_batch(*batch, acc);
+  while (auto batch = loader.next()) {
+    add_batch(*batch, acc);
+    recycle_batch(loader, *batch);
+  }
   trainer.model()->train();
   return acc.reduce(trainer.group(), metric, trainer.collective_timeout());
 }

@@ -41,6 +41,8 @@ struct RecipeOptions {
   std::uint64_t seed = 0;             ///< model init, shuffles, sampling and dropout
   torch::Device device = torch::kCPU;
   unsigned num_prefetch_threads = 1;  ///< per loader; 0 = sample inside next()
+  /// The training loader's LoaderOptions::prefetch_depth: batches made ahead, >= 1.
+  std::int64_t prefetch_depth = 4;
   /// The training loader's LoaderOptions::prefetch_nice: its threads yield the core to
   /// the training step where both want it (evaluation loaders keep 0). Use 0 where other
   /// busy work shares the computer.
@@ -92,6 +94,7 @@ inline void check_recipe(const RecipeOptions& o) {
   positive(o.batch_size, "batch size");
   positive(o.eval_batch_size, "evaluation batch size");
   positive(o.eval_every, "evaluation interval");
+  positive(o.prefetch_depth, "prefetch depth");
   if (o.fanouts.empty()) throw InvalidArgument("train: no fanouts; expected one per layer");
   for (auto f : o.fanouts)
     if (f == 0 || f < -1)
@@ -113,6 +116,7 @@ inline LoaderOptions training_loader_options(const RecipeOptions& o, std::int32_
                        .seed = o.seed,
                        .rank = rank,
                        .num_prefetch_threads = o.num_prefetch_threads,
+                       .prefetch_depth = o.prefetch_depth,
                        .prefetch_nice = o.prefetch_nice,
                        .prefetch_next_epoch = true,
                        .last_epoch = o.epochs - 1,

@@ -93,6 +93,13 @@ struct EvalResult {
 
 namespace detail {
 
+/// Hands `batch` back to `source` when the source takes batches back (the data loaders'
+/// recycle(): later batches reuse its feature buffer); else it is simply dropped.
+template <class Source, class Batch>
+void recycle_batch(Source& source, Batch& batch) {
+  if constexpr (requires { source.recycle(std::move(batch)); }) source.recycle(std::move(batch));
+}
+
 /// The raw material of a metric, gathered batch by batch and reduced over a group:
 /// correct/total counts for accuracy, class-1 scores and labels for ROC-AUC (kept only
 /// when the model has two output classes).
@@ -285,6 +292,8 @@ class Trainer {
       metrics_span.end();
       st.compute_s += clock.seconds();
       ++st.num_batches;
+      // After the step no tensor reads the batch's features (x views them on the CPU).
+      detail::recycle_batch(source, *batch);
     }
     if (st.num_batches != expected)
       throw InvalidArgument("train_epoch: the source yielded " + std::to_string(st.num_batches) +
@@ -316,6 +325,7 @@ class Trainer {
       const torch::Tensor x = inputs_of(*batch, /*learn=*/false);
       const torch::Tensor y = labels_of(*batch);
       acc.add(model_->forward(block_tensors(std::move(batch->blocks), options_.device), x), y);
+      detail::recycle_batch(source, *batch);
     }
     model_->train();
     return acc.reduce(group_.get(), metric, options_.all_reduce.timeout);

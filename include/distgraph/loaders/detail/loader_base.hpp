@@ -15,6 +15,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/loaders/detail/prefetcher.hpp"
+#include "distgraph/loaders/loader_features.hpp"
 #include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/rng.hpp"
 
@@ -23,8 +24,9 @@ namespace distgraph::detail {
 /// The epoch machinery of a data loader whose read-only `State` has `graph`, `ids` (the
 /// seeds), `fanouts` and `options` (LoaderOptions): epoch e orders the seeds with
 /// epoch_order, cuts batches of batch_size, and makes batch b with `make(state, seeds,
-/// SampleKey{seed, e, rank, b})` through a Prefetcher, filling in the Batch's `epoch`,
-/// `index` and `timings.wait_s`. The state is shared with the prefetch threads, so a
+/// SampleKey{seed, e, rank, b}, spares)` through a Prefetcher, filling in the Batch's
+/// `epoch`, `index` and `timings.wait_s`; `spares` holds the feature buffers recycle() took
+/// back. The state is shared with the prefetch threads, so a
 /// loader can move while they run. One consumer thread per loader.
 template <class State, class Batch>
 class LoaderBase {
@@ -69,7 +71,7 @@ class LoaderBase {
     auto orders = std::make_shared<EpochOrders>();
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(
         items, o.num_prefetch_threads, o.prefetch_depth,
-        [state = state_, make = make_, orders, epoch, batches](std::int64_t i) {
+        [state = state_, make = make_, spares = spares_, orders, epoch, batches](std::int64_t i) {
           const LoaderOptions& opt = state->options;
           const std::int64_t e = epoch + i / batches, b = i % batches;
           const auto order = orders->of(*state, e);
@@ -78,7 +80,8 @@ class LoaderBase {
               std::min(order->size(), begin + static_cast<std::size_t>(opt.batch_size));
           const SampleKey key{.seed = opt.seed, .epoch = e, .rank = opt.rank, .batch = b};
           Batch out =
-              make(*state, std::span<const std::int64_t>(*order).subspan(begin, end - begin), key);
+              make(*state, std::span<const std::int64_t>(*order).subspan(begin, end - begin), key,
+                   *spares);
           out.epoch = e;
           out.index = b;
           return out;
@@ -101,6 +104,12 @@ class LoaderBase {
     return b;
   }
 
+  /// Hands back a batch its consumer is done with: later batches are made in its feature
+  /// buffer, neither allocated nor zero-filled again. Optional (a batch dropped instead
+  /// is simply freed); views of `b.features` must not be used after it. The range of
+  /// epoch() recycles each batch as it moves to the next.
+  void recycle(Batch&& b) { spares_->give(std::move(b.features)); }
+
   /// begin_epoch(epoch), then the epoch's batches as a range:
   /// `for (auto& batch : loader.epoch(e))`. Leaving the loop early abandons the epoch.
   EpochRange<LoaderBase, Batch> epoch(std::int64_t epoch) {
@@ -109,10 +118,18 @@ class LoaderBase {
   }
 
  protected:
-  using make_type = Batch (*)(const State&, std::span<const std::int64_t>, const SampleKey&);
+  using make_type = Batch (*)(const State&, std::span<const std::int64_t>, const SampleKey&,
+                              SpareBuffers&);
 
   LoaderBase(std::shared_ptr<const State> state, make_type make, std::string who)
-      : state_(std::move(state)), make_(make), who_(std::move(who)) {}
+      : state_(std::move(state)),
+        make_(make),
+        who_(std::move(who)),
+        // Enough for every batch that can be queued or in the making at once, plus the
+        // consumer's.
+        spares_(std::make_shared<SpareBuffers>(
+            static_cast<std::size_t>(state_->options.prefetch_depth) +
+            state_->options.num_prefetch_threads + 1)) {}
 
   const State& state() const noexcept { return *state_; }
 
@@ -120,6 +137,7 @@ class LoaderBase {
   std::shared_ptr<const State> state_;
   make_type make_;
   std::string who_;
+  std::shared_ptr<SpareBuffers> spares_;
   /// The seed order of the epochs the prefetch threads are in (two around an epoch's end;
   /// more only when the window is longer than an epoch, which then recomputes some), made
   /// once per epoch.

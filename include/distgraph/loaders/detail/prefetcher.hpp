@@ -145,6 +145,8 @@ class EpochRange {
     Batch& operator*() const { return *current_; }
     Batch* operator->() const { return &*current_; }
     iterator& operator++() {
+      // The batch in hand is done with: its buffers make a later one.
+      if (current_) loader_->recycle(std::move(*current_));
       current_ = loader_->next();
       return *this;
     }
