@@ -98,7 +98,9 @@
 // the loader's prefetch thread, overlapping compute, so the shares need not add to 1; "wait" is
 // epoch_s - compute - all-reduce, the trainer's time outside its own work (mostly blocked
 // on the loader); "copy" is the batches put on the model's device (to tensors and, on a
-// GPU, the host-to-device copies), also outside compute.
+// GPU, the host-to-device copies), also outside compute. params.trainer_cpu_s: the CPU
+// seconds trainer 0's process used per epoch (EpochStats::cpu_s, all its threads, not its
+// server), and trainer_cores_busy = trainer_cpu_s / epoch_s.
 #include <torch/cuda.h>
 #include <unistd.h>
 
@@ -412,10 +414,12 @@ distgraph::EpochRow mean_row(const std::vector<distgraph::EpochRow>& rows) {
     m.compute_s += r.compute_s;
     m.allreduce_s += r.allreduce_s;
     m.copy_s += r.copy_s;
+    m.cpu_s += r.cpu_s;
     m.loss = r.loss;
     ++k;
   }
-  for (double* x : {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s, &m.copy_s})
+  for (double* x :
+       {&m.epoch_s, &m.sample_s, &m.fetch_s, &m.compute_s, &m.allreduce_s, &m.copy_s, &m.cpu_s})
     *x /= k;
   return m;
 }
@@ -459,6 +463,9 @@ void add_epoch_figure(Bench& bench, const std::string& name,
   params["compute_s"] = m.compute_s;
   params["allreduce_s"] = m.allreduce_s;
   params["copy_s"] = m.copy_s;
+  // Trainer 0's process (not its server): cores it kept busy over the epoch.
+  params["trainer_cpu_s"] = m.cpu_s;
+  params["trainer_cores_busy"] = m.cpu_s / m.epoch_s;
   const double wait = m.epoch_s - m.compute_s - m.allreduce_s - m.copy_s;
   params["wait_s"] = wait;
   params["shares"] = {
@@ -548,7 +555,8 @@ struct DistRun {
                       .remote_rows = j.value("remote_rows", std::int64_t{0}),
                       .remote_bytes = j.value("remote_bytes", std::int64_t{0}),
                       .cache_hit_rate = j.value("cache_hit_rate", 0.0),
-                      .copy_s = j.value("copy_s", 0.0)});
+                      .copy_s = j.value("copy_s", 0.0),
+                      .cpu_s = j.value("cpu_s", 0.0)});
       return true;
     }
     if (j.contains("epoch_s_mean")) result = j;

@@ -370,6 +370,7 @@ TEST_CASE("distgraph train --standalone --json prints a line per epoch and the r
     CHECK(lines[static_cast<std::size_t>(e)]["epoch"] == e);
     CHECK(lines[static_cast<std::size_t>(e)]["loss"].get<double>() > 0);
     CHECK(lines[static_cast<std::size_t>(e)]["epoch_s"].get<double>() > 0);
+    CHECK(lines[static_cast<std::size_t>(e)]["cpu_s"].get<double>() > 0);
     // Standalone: every partition's rows count (what a network would carry).
     CHECK(lines[static_cast<std::size_t>(e)]["remote_rows"].get<std::int64_t>() > 0);
   }

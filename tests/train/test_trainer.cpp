@@ -26,15 +26,14 @@
 namespace test_train_trainer {
 
 using namespace distgraph;
-using distgraph::test::TestBatch;
-using distgraph::test::SbmFixture;
-using distgraph::test::TestBatchSource;
 using distgraph::test::collective_timeout;
+using distgraph::test::SbmFixture;
+using distgraph::test::TestBatch;
+using distgraph::test::TestBatchSource;
 using distgraph::test::with_group;
 using distgraph::test::with_store;
 
 namespace {
-
 
 static_assert(BatchSource<TestBatchSource>);
 static_assert(BatchSource<NodeDataLoader<StandaloneGraph>>);  // the real loader fits
@@ -134,6 +133,12 @@ TEST_CASE("a trainer learns an SBM graph well above chance and reports its epoch
   CHECK(last.compute_s > 0);
   CHECK(last.allreduce_s == 0);
   CHECK(last.epoch_s >= last.compute_s);
+  // The process's CPU time over the epoch: some, and no more than every core for its
+  // length (getrusage rounds to the scheduler tick: one spare tick per thread at most).
+  CHECK(last.cpu_s > 0);
+  CHECK(last.cpu_s <=
+        last.epoch_s * static_cast<double>(std::max(1u, std::thread::hardware_concurrency())) +
+            0.05);
   auto test = f.source(f.ids(f.data.test_mask), {-1, -1}, 256);
   const EvalResult r = trainer.evaluate(test);
   CHECK(r.metric == Metric::accuracy);

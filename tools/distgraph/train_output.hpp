@@ -36,7 +36,8 @@ inline nlohmann::json epoch_json(const EpochRow& r, const nlohmann::json& metric
           {"remote_bytes", r.remote_bytes},
           {"cache_hit_rate", r.cache_hit_rate},
           {"val_loss", r.val_loss},
-          {"copy_s", r.copy_s}};
+          {"copy_s", r.copy_s},
+          {"cpu_s", r.cpu_s}};
 }
 
 /// Prints each epoch: a JSON line with --json, one updating line on a terminal, a log

@@ -1,5 +1,7 @@
-// Wall-clock stopwatch and peak-RSS reading for stage summaries and benchmarks.
+// Wall-clock stopwatch, process CPU time and peak-RSS reading for stage summaries and benchmarks.
 #pragma once
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +22,18 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_;
 };
+
+/// CPU seconds (user + system) this process's threads have used so far, all of them
+/// together; 0 if unavailable. The difference over a stretch of wall time says how many
+/// cores the process kept busy in it.
+inline double process_cpu_seconds() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
 
 /// Peak resident set size of this process in bytes (VmHWM), 0 if unavailable.
 inline std::int64_t peak_rss_bytes() {

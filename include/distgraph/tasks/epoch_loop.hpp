@@ -87,6 +87,7 @@ template <class TrainerT, class Loader, class LossOf, class AfterStep>
 EpochStats train_epoch_with(TrainerT& trainer, Loader& loader, std::int64_t e, Metric metric,
                             LossOf&& loss_of, AfterStep&& after_step) {
   Stopwatch epoch_clock;
+  const double cpu_start = process_cpu_seconds();
   EpochStats st;
   st.epoch = e;
   trainer.check_batch_count(loader.num_batches());
@@ -116,6 +117,7 @@ EpochStats train_epoch_with(TrainerT& trainer, Loader& loader, std::int64_t e, M
   st.train_metric = m.value;
   st.metric = m.metric;
   st.epoch_s = epoch_clock.seconds();
+  st.cpu_s = process_cpu_seconds() - cpu_start;
   return st;
 }
 
@@ -162,7 +164,8 @@ inline EpochRow epoch_row(const EpochStats& st, const EvalResult& v,
                   .remote_bytes = static_cast<std::int64_t>(traffic[1]),
                   .cache_hit_rate = traffic[2] > 0 ? traffic[2] / (traffic[0] + traffic[2]) : 0.0,
                   .val_loss = v.loss,
-                  .copy_s = st.copy_s};
+                  .copy_s = st.copy_s,
+                  .cpu_s = st.cpu_s};
 }
 
 /// Where a run starts: epoch 0, or with o.resume the checkpoint's (its model, optimizer,

@@ -35,6 +35,9 @@ struct EpochRow {
   /// Putting the training batches on the model's device: features, labels and blocks to
   /// tensors and, on a GPU, the host-to-device copies (not part of compute_s).
   double copy_s = 0;
+  /// CPU seconds the reporting trainer's process used in the epoch (EpochStats::cpu_s);
+  /// not kept in metrics.csv (0 for rows read back from it).
+  double cpu_s = 0;
 };
 
 /// The header of metrics.csv (users' scripts parse it: never rename a column; new ones

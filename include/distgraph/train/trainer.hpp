@@ -78,6 +78,10 @@ struct EpochStats {
   double copy_s = 0;       ///< batches to tensors on the device (host-to-device copies)
   double compute_s = 0;    ///< forward, backward, optimiser step
   double allreduce_s = 0;  ///< gradient all-reduce
+  /// CPU seconds this trainer's process used during train_epoch, all its threads (the
+  /// training step, prefetch, I/O, collectives; not its machine's server): cpu_s / epoch_s
+  /// is the cores it kept busy.
+  double cpu_s = 0;
   /// What this trainer's batches fetched from other machines (BatchTimings::traffic,
   /// summed, whenever they were made), and the learned input rows it pulled for them.
   RemoteTraffic traffic{};
@@ -231,6 +235,7 @@ class Trainer {
   template <BatchSource Source>
   EpochStats train_epoch(Source& source, std::int64_t epoch, Metric metric = Metric::automatic) {
     Stopwatch epoch_clock;
+    const double cpu_start = process_cpu_seconds();
     EpochStats st;
     st.epoch = epoch;
     const auto expected = static_cast<std::int64_t>(source.num_batches());
@@ -305,6 +310,7 @@ class Trainer {
     st.train_metric = m.value;
     st.metric = m.metric;
     st.epoch_s = epoch_clock.seconds();
+    st.cpu_s = process_cpu_seconds() - cpu_start;
     return st;
   }
 
