@@ -256,7 +256,7 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
   std::getline(csv, line);
   CHECK(line ==
         "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
-        "remote_rows,remote_bytes,cache_hit_rate,val_loss,copy_s");
+        "remote_rows,remote_bytes,cache_hit_rate,val_loss,copy_s,cpu_s");
   int rows = 0;
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
@@ -264,7 +264,8 @@ TEST_CASE("distgraph train runs the main job on a loopback cluster and learns th
     std::vector<std::string> cells;
     std::istringstream cs(line);
     for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    REQUIRE(cells.size() == 14);
+    REQUIRE(cells.size() == 15);
+    CHECK(std::stod(cells[14]) > 0);  // rank 0's process used some CPU in the epoch
     // Two machines: every epoch's batches need some rows of the other one (features of
     // at least 4 bytes each), unless the machine's cache holds them.
     const auto remote_rows = std::stoll(cells[9]);
@@ -460,7 +461,8 @@ TEST_CASE("learned node embeddings replace features, on the servers, which save 
     std::vector<std::string> cells;
     std::istringstream cs(line);
     for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    REQUIRE(cells.size() == 14);
+    REQUIRE(cells.size() == 15);
+    CHECK(std::stod(cells[14]) > 0);  // rank 0's process used some CPU in the epoch
     const auto remote_rows = std::stoll(cells[9]), remote_bytes = std::stoll(cells[10]);
     INFO("epoch " << cells[0] << ": " << remote_rows << " rows, " << remote_bytes << " bytes");
     CHECK(remote_bytes > 8 * remote_rows);

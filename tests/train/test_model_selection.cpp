@@ -235,6 +235,8 @@ TEST_CASE(
   REQUIRE(logged.size() == 12);
   CHECK(std::isnan(logged[0].val_metric));
   CHECK(logged[4].val_metric == Approx(res.rows[4].val_metric).margin(1e-6));
+  CHECK(res.rows[4].cpu_s > 0);
+  CHECK(logged[4].cpu_s == Approx(res.rows[4].cpu_s).margin(1e-4));
   // The validated epochs' figures are those of a run that validates every epoch.
   s.o.eval_every = 1;
   const auto every = s.run(out / "k1", s.o.epochs);
@@ -261,6 +263,36 @@ TEST_CASE("a recipe's loader niceness outside 0-19 is refused before anything ru
   s.o.prefetch_nice = -1;
   CHECK_THROWS_AS(s.run(out / "negative", 2), InvalidArgument);
   CHECK_FALSE(std::filesystem::exists(out / "high" / "metrics.csv"));
+}
+
+TEST_CASE("a metrics.csv written before cpu_s still reads back, with cpu_s 0", "[train]") {
+  TempDir dir;
+  const auto path = dir.path() / "metrics.csv";
+  {
+    std::ofstream f(path);
+    f << metrics_csv_header_v5 << "\n0,1.5,0.25,0.5,2.0,0.1,0.2,1.0,0.3,7,28,0.0,1.25,0.05\n";
+  }
+  const auto rows = read_metrics_csv(path);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].copy_s == Approx(0.05));
+  CHECK(rows[0].remote_bytes == 28);
+  CHECK(rows[0].cpu_s == 0);
+  // A current file carries it.
+  EpochRow r = rows[0];
+  r.cpu_s = 3.25;
+  {
+    std::ofstream f(path);
+    f << metrics_csv({r});
+  }
+  const auto again = read_metrics_csv(path);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].cpu_s == Approx(3.25));
+  // Too few numbers for the header: a typed error naming the line.
+  {
+    std::ofstream f(path);
+    f << metrics_csv_header << "\n0,1.5,0.25,0.5,2.0,0.1,0.2,1.0,0.3,7,28,0.0,1.25,0.05\n";
+  }
+  CHECK_THROWS_AS(read_metrics_csv(path), FormatError);
 }
 
 }  // namespace test_train_model_selection

@@ -35,14 +35,18 @@ struct EpochRow {
   /// Putting the training batches on the model's device: features, labels and blocks to
   /// tensors and, on a GPU, the host-to-device copies (not part of compute_s).
   double copy_s = 0;
-  /// CPU seconds the reporting trainer's process used in the epoch (EpochStats::cpu_s);
-  /// not kept in metrics.csv (0 for rows read back from it).
+  /// CPU seconds the reporting trainer's process used in the epoch (EpochStats::cpu_s; 0
+  /// in rows read back from a metrics.csv written before it).
   double cpu_s = 0;
 };
 
 /// The header of metrics.csv (users' scripts parse it: never rename a column; new ones
 /// go at the end).
 inline constexpr const char* metrics_csv_header =
+    "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
+    "remote_rows,remote_bytes,cache_hit_rate,val_loss,copy_s,cpu_s";
+/// The header before cpu_s: such files still resume.
+inline constexpr const char* metrics_csv_header_v5 =
     "epoch,loss,train_metric,val_metric,epoch_s,sample_s,fetch_s,compute_s,allreduce_s,"
     "remote_rows,remote_bytes,cache_hit_rate,val_loss,copy_s";
 /// The header before copy_s: such files still resume.
@@ -68,11 +72,11 @@ inline std::string metrics_csv(const std::vector<EpochRow>& rows) {
   char line[512];
   for (const auto& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%.6f,%.6f,%.4f\n",
+                  "%lld,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%.6f,%.6f,%.4f,%.4f\n",
                   static_cast<long long>(r.epoch), r.loss, r.train_metric, r.val_metric, r.epoch_s,
                   r.sample_s, r.fetch_s, r.compute_s, r.allreduce_s,
                   static_cast<long long>(r.remote_rows), static_cast<long long>(r.remote_bytes),
-                  r.cache_hit_rate, r.val_loss, r.copy_s);
+                  r.cache_hit_rate, r.val_loss, r.copy_s, r.cpu_s);
     s << line;
   }
   return s.str();
@@ -84,11 +88,12 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
   if (!in) throw IoError(path.string(), "cannot read");
   std::string line;
   const char* const headers[] = {metrics_csv_header_v1, metrics_csv_header_v2,
-                                 metrics_csv_header_v3, metrics_csv_header_v4, metrics_csv_header};
-  const int widths[] = {9, 11, 12, 13, 14};
+                                 metrics_csv_header_v3, metrics_csv_header_v4,
+                                 metrics_csv_header_v5, metrics_csv_header};
+  const int widths[] = {9, 11, 12, 13, 14, 15};
   int columns = 0;
   if (std::getline(in, line))
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < 6; ++i)
       if (line == headers[i]) columns = widths[i];
   if (columns == 0) throw FormatError(path.string(), "first line is not the metrics header");
   std::vector<EpochRow> rows;
@@ -98,10 +103,10 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
     if (line.empty()) continue;
     EpochRow r;
     long long e = 0, remote_rows = 0, remote_bytes = 0;
-    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld,%lf,%lf,%lf", &e,
-                    &r.loss, &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s, &r.fetch_s,
-                    &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes, &r.cache_hit_rate,
-                    &r.val_loss, &r.copy_s) != columns)
+    if (std::sscanf(line.c_str(), "%lld,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lld,%lld,%lf,%lf,%lf,%lf",
+                    &e, &r.loss, &r.train_metric, &r.val_metric, &r.epoch_s, &r.sample_s,
+                    &r.fetch_s, &r.compute_s, &r.allreduce_s, &remote_rows, &remote_bytes,
+                    &r.cache_hit_rate, &r.val_loss, &r.copy_s, &r.cpu_s) != columns)
       throw FormatError(path.string() + ":" + std::to_string(no),
                         "expected " + std::to_string(columns) + " numbers");
     r.epoch = e;
