@@ -241,6 +241,14 @@ TEST_CASE("a recycled batch's feature buffer holds the next batch's rows, every 
     std::fill(b.features.begin(), b.features.end(), std::nanf(""));
   }
   CHECK(reused > 0);
+  // The epoch's end freed the kept buffers (no thread runs on into the next epoch): the
+  // next batch, smaller than the last one's buffer, gets a fresh vector of its own size.
+  loader.begin_epoch(2);
+  const auto fresh = loader.next();
+  REQUIRE(fresh);
+  REQUIRE(fresh->features.size() < last_capacity);
+  CHECK(fresh->features.capacity() == fresh->features.size());
+  CHECK(fresh->features == feat.pull(fresh->input_nodes));
 }
 
 TEST_CASE("node loader batches are identical for 0, 1 and 2 prefetch threads", "[dist]") {

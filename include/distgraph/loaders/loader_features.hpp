@@ -44,6 +44,12 @@ class SpareBuffers {
     if (kept_.size() < capacity_) kept_.push_back(std::move(v));
   }
 
+  /// Frees every kept buffer.
+  void clear() {
+    std::lock_guard lock(mu_);
+    kept_.clear();
+  }
+
  private:
   std::mutex mu_;
   std::size_t capacity_;

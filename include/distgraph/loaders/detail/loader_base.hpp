@@ -96,7 +96,14 @@ class LoaderBase {
   std::optional<Batch> next() {
     if (!prefetcher_)
       throw InvalidArgument(who_ + "::next: no epoch begun; call begin_epoch first");
-    if (left_ == 0) return std::nullopt;
+    if (left_ == 0) {
+      // No later batch of this loader's threads will use the kept buffers (an evaluation's
+      // may be large, and the loader may live long after): free them. Threads running on
+      // into the next epoch keep theirs.
+      const auto& last = state_->options.last_epoch;
+      if (!across_ || (last && epoch_ >= *last)) spares_->clear();
+      return std::nullopt;
+    }
     --left_;  // before: a batch that throws is passed over
     double wait_s = 0;
     std::optional<Batch> b = prefetcher_->next(wait_s);
