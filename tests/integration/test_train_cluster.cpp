@@ -578,6 +578,7 @@ TEST_CASE("distgraph train rejects bad input with one line and leaves --out unto
   check_one_line_error(train({"--prefetch-nice", "20", "--out", o}), 2, "--prefetch-nice");
   check_one_line_error(train({"--prefetch-nice", "-5", "--out", o}), 2, "--prefetch-nice");
   check_one_line_error(train({"--prefetch-depth", "0", "--out", o}), 2, "--prefetch-depth");
+  check_one_line_error(train({"--prefetch-depth", "2000", "--out", o}), 2, "--prefetch-depth");
   // More than the machine's memory cannot be a cache in its shared memory.
   check_one_line_error(train({"--cache-mb", "1000000000", "--out", o}), 2, "--cache-mb");
   check_one_line_error(train({"--cache-policy", "lru", "--out", o}), 2, "--cache-policy 'lru'");

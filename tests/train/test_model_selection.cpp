@@ -254,8 +254,10 @@ TEST_CASE("a bad evaluation interval or mode is refused", "[train][selection][ev
   CHECK(parse_eval_mode("sampled") == EvalMode::sampled);
 }
 
-TEST_CASE("a recipe's loader niceness outside 0-19 is refused before anything runs",
-          "[train][selection]") {
+TEST_CASE(
+    "a recipe's loader niceness outside 0-19 or window below 1 is refused before anything "
+    "runs",
+    "[train][selection]") {
   Setup s;
   TempDir out;
   s.o.prefetch_nice = 20;
@@ -263,6 +265,23 @@ TEST_CASE("a recipe's loader niceness outside 0-19 is refused before anything ru
   s.o.prefetch_nice = -1;
   CHECK_THROWS_AS(s.run(out / "negative", 2), InvalidArgument);
   CHECK_FALSE(std::filesystem::exists(out / "high" / "metrics.csv"));
+  s.o.prefetch_nice = 19;
+  s.o.prefetch_depth = 0;
+  CHECK_THROWS_WITH(s.run(out / "zero", 2), Catch::Contains("prefetch depth"));
+  CHECK_FALSE(std::filesystem::exists(out / "zero" / "metrics.csv"));
+}
+
+TEST_CASE("a recipe's prefetch window is its training loader's, not its evaluation loaders'",
+          "[train][selection]") {
+  NodeClassificationOptions o;
+  o.prefetch_depth = 64;
+  const LoaderOptions train = training_loader_options(o, 0, "feat", "label");
+  CHECK(train.prefetch_depth == 64);
+  // Evaluation batches hold whole neighbourhoods: they keep the default window.
+  const LoaderOptions eval = evaluation_loader_options(train, 4096);
+  CHECK(eval.prefetch_depth == LoaderOptions{}.prefetch_depth);
+  CHECK(eval.batch_size == 4096);
+  CHECK_FALSE(eval.prefetch_next_epoch);
 }
 
 TEST_CASE("a metrics.csv written before cpu_s still reads back, with cpu_s 0", "[train]") {

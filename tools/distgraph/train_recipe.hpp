@@ -221,7 +221,7 @@ inline void read_task_options(const Args& a, NodeClassificationOptions& o) {
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
   o.prefetch_nice = static_cast<int>(a.get_int("prefetch-nice", o.prefetch_nice, 0, 19));
-  o.prefetch_depth = a.get_int("prefetch-depth", o.prefetch_depth, 1, 1 << 20);
+  o.prefetch_depth = a.get_int("prefetch-depth", o.prefetch_depth, 1, 1024);
   if (const auto sp = a.get_or("split", "balanced"); sp == "local")
     o.balance_split = false;
   else if (sp != "balanced")

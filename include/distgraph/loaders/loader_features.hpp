@@ -20,20 +20,32 @@ namespace distgraph::detail {
 
 /// Feature buffers of batches their consumer is done with (LoaderBase::recycle), for the
 /// prefetch threads to pull later batches into. A buffer comes back at its old size, so
-/// that resizing it for a batch of no more rows writes nothing: a fresh std::vector
-/// zero-fills every element first, 6-8% of a prefetch thread's time in the R-MAT 18
-/// epoch (PERFORMANCE.md), all of it overwritten by the rows. At most `capacity` are
-/// kept. Thread-safe.
+/// that resizing it for a batch of no more values than it held writes nothing (beyond
+/// that, only the difference is filled): a fresh std::vector zero-fills every element
+/// first, 6-8% of a prefetch thread's time in the R-MAT 18 epoch (PERFORMANCE.md), all of
+/// it overwritten by the rows. At most `capacity` are kept. Thread-safe.
 class SpareBuffers {
  public:
   explicit SpareBuffers(std::size_t capacity) : capacity_(capacity) {}
 
-  /// A kept buffer (any size, stale values), or an empty one.
-  std::vector<float> take() {
-    std::lock_guard lock(mu_);
-    if (kept_.empty()) return {};
-    std::vector<float> v = std::move(kept_.back());
-    kept_.pop_back();
+  /// A buffer for `n` values, stale ones in it: the kept buffer of least capacity that
+  /// holds them, else a new one with an eighth to spare (batches vary in size by a few
+  /// percent; growing a kept one instead would copy its stale values and double it).
+  std::vector<float> take(std::size_t n) {
+    std::vector<float> v;
+    {
+      std::lock_guard lock(mu_);
+      auto best = kept_.end();
+      for (auto it = kept_.begin(); it != kept_.end(); ++it)
+        if (it->capacity() >= n && (best == kept_.end() || it->capacity() < best->capacity()))
+          best = it;
+      if (best != kept_.end()) {
+        v = std::move(*best);
+        kept_.erase(best);
+        return v;
+      }
+    }
+    v.reserve(n + n / 8);
     return v;
   }
 
@@ -173,7 +185,7 @@ struct LoaderFeatures {
             SpareBuffers& spares) const {
     if (untyped) {
       out.feat_dim = untyped->num_cols();
-      out.features = spares.take();
+      out.features = spares.take(nodes.size() * static_cast<std::size_t>(untyped->num_cols()));
       pull_float_rows(*untyped, nodes, out.features);
     }
     if (typed.empty()) return;

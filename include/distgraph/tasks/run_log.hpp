@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -91,9 +92,10 @@ inline std::vector<EpochRow> read_metrics_csv(const std::filesystem::path& path)
                                  metrics_csv_header_v3, metrics_csv_header_v4,
                                  metrics_csv_header_v5, metrics_csv_header};
   const int widths[] = {9, 11, 12, 13, 14, 15};
+  static_assert(std::size(headers) == std::size(widths));
   int columns = 0;
   if (std::getline(in, line))
-    for (int i = 0; i < 6; ++i)
+    for (std::size_t i = 0; i < std::size(headers); ++i)
       if (line == headers[i]) columns = widths[i];
   if (columns == 0) throw FormatError(path.string(), "first line is not the metrics header");
   std::vector<EpochRow> rows;

@@ -79,8 +79,8 @@ struct EpochStats {
   double compute_s = 0;    ///< forward, backward, optimiser step
   double allreduce_s = 0;  ///< gradient all-reduce
   /// CPU seconds this trainer's process used during train_epoch, all its threads (the
-  /// training step, prefetch, I/O, collectives; not its machine's server): cpu_s / epoch_s
-  /// is the cores it kept busy.
+  /// training step, prefetch, I/O, collectives; servers too where they are in-process,
+  /// as in a StandaloneCluster): cpu_s / epoch_s is the cores it kept busy.
   double cpu_s = 0;
   /// What this trainer's batches fetched from other machines (BatchTimings::traffic,
   /// summed, whenever they were made), and the learned input rows it pulled for them.

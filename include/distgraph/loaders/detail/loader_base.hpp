@@ -111,10 +111,10 @@ class LoaderBase {
     return b;
   }
 
-  /// Hands back a batch its consumer is done with: later batches are made in its feature
-  /// buffer, neither allocated nor zero-filled again. Optional (a batch dropped instead
-  /// is simply freed); views of `b.features` must not be used after it. The range of
-  /// epoch() recycles each batch as it moves to the next.
+  /// Hands back a batch its consumer is done with: a later batch that fits is made in its
+  /// feature buffer, without a new allocation and its zero-fill. Optional (a batch dropped
+  /// instead is simply freed); views of `b.features` must not be used after it. The range
+  /// of epoch() recycles each batch as it moves to the next.
   void recycle(Batch&& b) { spares_->give(std::move(b.features)); }
 
   /// begin_epoch(epoch), then the epoch's batches as a range:
