@@ -798,7 +798,7 @@ TEST_CASE(
   std::vector<std::string> cells;
   std::istringstream cs(line);
   for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-  REQUIRE(cells.size() == 14);
+  REQUIRE(cells.size() == 15);
   CHECK(std::stod(cells[11]) > 0.5);  // cache_hit_rate
 }
 
