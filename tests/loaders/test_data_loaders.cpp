@@ -224,33 +224,53 @@ TEST_CASE("a recycled batch's feature buffer holds the next batch's rows, every 
     CHECK(second->features.capacity() == capacity);
   }
 
-  // The range recycles each batch as it moves on: a batch that fits the one before it is
-  // made in its buffer, and holds its own rows.
-  const float* last = nullptr;
-  std::size_t last_capacity = 0;
+  // The range recycles each batch as it moves on. Without threads every kept buffer is
+  // back in the store when the next batch is made: a batch that fits one is made in it,
+  // else in a new buffer (an eighth to spare); each holds its own rows.
+  std::map<const float*, std::size_t> kept;  // buffer -> its capacity
   std::size_t reused = 0;
   for (NodeBatch& b : loader.epoch(1)) {
     REQUIRE(b.features == feat.pull(b.input_nodes));
-    if (last != nullptr && b.features.size() <= last_capacity) {
-      CHECK(b.features.data() == last);
-      CHECK(b.features.capacity() == last_capacity);
+    const std::size_t n = b.features.size();
+    if (std::any_of(kept.begin(), kept.end(), [&](const auto& k) { return k.second >= n; })) {
+      REQUIRE(kept.count(b.features.data()) == 1);
+      CHECK(b.features.capacity() == kept[b.features.data()]);
       ++reused;
+    } else {
+      CHECK(b.features.capacity() >= n + n / 8);
+      kept[b.features.data()] = b.features.capacity();
     }
-    last = b.features.data();
-    last_capacity = b.features.capacity();
     std::fill(b.features.begin(), b.features.end(), std::nanf(""));
   }
   CHECK(reused > 0);
   // The epoch's end freed the kept buffers (no thread runs on into the next epoch): the
-  // next batch, smaller than the last one's buffer, gets a fresh one sized for itself
-  // (SpareBuffers::take: an eighth to spare).
+  // next batch gets a new one sized for itself, not one of those.
   loader.begin_epoch(2);
   const auto fresh = loader.next();
   REQUIRE(fresh);
   const std::size_t n = fresh->features.size();
-  REQUIRE(n + n / 8 < last_capacity);
   CHECK(fresh->features.capacity() == n + n / 8);
   CHECK(fresh->features == feat.pull(fresh->input_nodes));
+}
+
+TEST_CASE("spare buffers hand out the smallest that fits, else a new one, and clear", "[dist]") {
+  detail::SpareBuffers spares(2);
+  spares.give(std::vector<float>(100));
+  spares.give(std::vector<float>(50));
+  spares.give(std::vector<float>(70));  // two are kept already: dropped
+  spares.give({});                      // nothing to keep
+  auto a = spares.take(60);
+  CHECK(a.size() == 100);  // the 50 does not fit; handed over at its old size
+  const auto b = spares.take(60);
+  CHECK(b.empty());  // none left that fits: a new one, with room for 60 + 60 / 8
+  CHECK(b.capacity() >= 67);
+  CHECK(b.capacity() < 100);
+  spares.give(std::move(a));
+  spares.clear();
+  const auto c = spares.take(10);  // the 50 and the 100 are gone
+  CHECK(c.empty());
+  CHECK(c.capacity() >= 11);
+  CHECK(c.capacity() < 50);
 }
 
 TEST_CASE("recycled buffers under two threads running on across epochs hold each batch's rows",

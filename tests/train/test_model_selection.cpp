@@ -282,6 +282,10 @@ TEST_CASE("a recipe's prefetch window is its training loader's, not its evaluati
   CHECK(eval.prefetch_depth == LoaderOptions{}.prefetch_depth);
   CHECK(eval.batch_size == 4096);
   CHECK_FALSE(eval.prefetch_next_epoch);
+  // A shallower window, asked for to save memory, holds for them too.
+  o.prefetch_depth = 2;
+  CHECK(evaluation_loader_options(training_loader_options(o, 0, "feat", "label"), 4096)
+            .prefetch_depth == 2);
 }
 
 TEST_CASE("a metrics.csv written before cpu_s still reads back, with cpu_s 0", "[train]") {

@@ -66,7 +66,7 @@ inline void declare_train_options(Args& args) {
       .option("metric", "auto (ROC-AUC for 2 classes, else accuracy), accuracy or roc_auc")
       .option("device", "cpu or cuda[:N] (default cpu)")
       .option("prefetch-threads", "background sampling threads per loader (default 1)")
-      .option("prefetch-depth", "batches the training loader makes ahead (default 4)")
+      .option("prefetch-depth", "batches the training loader makes ahead, 1-1024 (default 4)")
       .option("prefetch-nice",
               "niceness 0-19 of the training loader's threads, so that they yield the core "
               "to the training step where both want it (default 19; 0: as the process, "

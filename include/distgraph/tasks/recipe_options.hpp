@@ -133,9 +133,9 @@ inline LoaderOptions evaluation_loader_options(LoaderOptions train, std::int64_t
   train.shuffle = false;
   train.prefetch_next_epoch = false;
   train.prefetch_nice = 0;
-  // The training loader's window (--prefetch-depth) is not theirs: their batches are the
-  // largest (whole neighbourhoods).
-  train.prefetch_depth = LoaderOptions{}.prefetch_depth;
+  // A deeper training window (--prefetch-depth) is not theirs: their batches are the
+  // largest (whole neighbourhoods). A shallower one, asked for to save memory, is.
+  train.prefetch_depth = std::min(train.prefetch_depth, LoaderOptions{}.prefetch_depth);
   return train;
 }
 
