@@ -19,8 +19,9 @@ int main(int argc, char** argv) try {
   distgraph::NodeClassificationOptions recipe;         // the defaults of `distgraph train`
   recipe.out = argc > 2 ? argv[2] : "train_sage-run";  // metrics.csv, curves.svg, checkpoint
 
-  // Gradients are averaged over every trainer of the job (none alone): through gloo, or
-  // NCCL when recipe.device is a GPU of each trainer's own and libtorch has NCCL.
+  // Gradients are averaged over every trainer of the job (none alone): on the trainers'
+  // ring (CPU), or NCCL when recipe.device is a GPU of each trainer's own and libtorch has
+  // NCCL.
   auto groups = distgraph::trainer_groups_from_env(recipe.device);
 
   const auto result = distgraph::train_node_classification(

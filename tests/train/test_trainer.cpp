@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -82,16 +83,39 @@ TEST_CASE("gradients are averaged over two gloo trainers in several buckets", "[
   CHECK(torch::allclose(grads[0][3], torch::full({40}, 6.0)));
 }
 
-TEST_CASE("CPU trainers' gradients share the gloo control group", "[train][net]") {
+TEST_CASE("CPU trainers' gradients take the ring unless DISTGRAPH_GRADIENT_GROUP=gloo",
+          "[train][net]") {
+  // Set before the trainers' threads start and restored after they end (the environment is
+  // the process's).
+  const char* kind = GENERATE("ring", "gloo");
+  if (std::string(kind) == "gloo") ::setenv("DISTGRAPH_GRADIENT_GROUP", "gloo", 1);
+  std::vector<std::string> backends(2);
+  std::vector<int> shared(2, -1);
+  std::vector<double> sums(2);
   with_store(
-      2, [](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
+      2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
         const TrainerGroups g = make_trainer_groups(store, o, torch::kCPU);
-        REQUIRE(g.control);
-        CHECK(g.gradients.get() == g.control.get());
-        CHECK(g.control->getRank() == rank);
-        const auto sums = all_reduce_sum(*g.gradients, std::vector<double>{1.0 + rank});
-        CHECK(sums[0] == 3.0);
+        if (!g.control || !g.gradients) return;
+        backends[static_cast<std::size_t>(rank)] = g.gradients->getBackendName();
+        shared[static_cast<std::size_t>(rank)] = g.gradients.get() == g.control.get() ? 1 : 0;
+        sums[static_cast<std::size_t>(rank)] =
+            all_reduce_sum(*g.gradients, std::vector<double>{1.0 + rank})[0];
       });
+  ::unsetenv("DISTGRAPH_GRADIENT_GROUP");
+  const bool ring = std::string(kind) == "ring";
+  for (int r = 0; r < 2; ++r) {
+    INFO("trainer " << r << ", " << kind);
+    CHECK(backends[static_cast<std::size_t>(r)] == (ring ? "distgraph-ring" : "gloo"));
+    CHECK(shared[static_cast<std::size_t>(r)] == (ring ? 0 : 1));
+    CHECK(sums[static_cast<std::size_t>(r)] == 3.0);
+  }
+}
+
+TEST_CASE("DISTGRAPH_GRADIENT_GROUP of another value is refused", "[train]") {
+  ::setenv("DISTGRAPH_GRADIENT_GROUP", "nccl2", 1);
+  CHECK_THROWS_AS(distgraph::detail::gradient_group_from_env(), InvalidArgument);
+  ::unsetenv("DISTGRAPH_GRADIENT_GROUP");
+  CHECK(distgraph::detail::gradient_group_from_env() == "ring");
 }
 
 TEST_CASE("a trainer refuses a gradient group that is not its own group's", "[train][net]") {

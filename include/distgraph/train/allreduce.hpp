@@ -36,25 +36,10 @@
 #include "distgraph/core/trace.hpp"
 #include "distgraph/runtime/environment.hpp"
 #include "distgraph/runtime/ip_config.hpp"
+#include "distgraph/train/rendezvous.hpp"
+#include "distgraph/train/ring_group.hpp"
 
 namespace distgraph {
-
-#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
-/// The object collectives run on. Since libtorch 2.0 the gloo and NCCL groups are
-/// c10d::Backend objects (a c10d::ProcessGroup wraps them for Python's dispatch); before,
-/// they were c10d::ProcessGroup themselves. Both offer the same getRank, getSize,
-/// allreduce, broadcast, allgather and barrier, which is all distgraph uses.
-using CollectiveGroup = c10d::Backend;
-#else
-using CollectiveGroup = c10d::ProcessGroup;
-#endif
-
-/// A collective (all-reduce, broadcast, all-gather) failed or timed out: a peer died, left
-/// or never joined. `what()` names the operation and this rank.
-class CollectiveError : public Error {
- public:
-  explicit CollectiveError(const std::string& what) : Error(what) {}
-};
 
 /// Trainers disagree on how many batches an epoch has; raised on every trainer (after one
 /// all-reduce of the counts) instead of a deadlock at the first missing all-reduce.
@@ -76,105 +61,6 @@ class BatchCountMismatch : public Error {
  private:
   std::int64_t local_, min_, max_;
 };
-
-/// Where and how trainers meet (PyTorch's MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE).
-struct RendezvousOptions {
-  std::string master_addr = "127.0.0.1";
-  std::uint16_t master_port = 29500;  ///< rank 0 listens here; 0 picks a free port
-  std::int32_t rank = 0;
-  std::int32_t world_size = 1;
-  /// Bounds the rendezvous and every later collective (no wait is forever).
-  std::chrono::milliseconds timeout{60000};
-  /// Address gloo binds for its connections and advertises to the other trainers ("" =
-  /// the interface below, else the address the host's name resolves to, as PyTorch does).
-  /// A launched trainer binds its machine's ip config address (gloo_binding_from_env).
-  std::string hostname;
-  /// Network interface for gloo (PyTorch's GLOO_SOCKET_IFNAME); used when hostname is "".
-  std::string interface;
-};
-
-/// Fills rank, world_size, master address and port from PyTorch's environment variables
-/// where set; the rest stays as given. Throws InvalidArgument for a malformed value.
-inline RendezvousOptions rendezvous_from_env(RendezvousOptions base) {
-  const auto num = [](const char* name, long long lo, long long hi, long long fallback) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return fallback;
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    if (*end != '\0' || x < lo || x > hi)
-      throw InvalidArgument(std::string(name) + "='" + v + "': expected an integer in [" +
-                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return x;
-  };
-  if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') base.master_addr = a;
-  base.master_port = static_cast<std::uint16_t>(num("MASTER_PORT", 0, 65535, base.master_port));
-  base.world_size = static_cast<std::int32_t>(num("WORLD_SIZE", 1, 1 << 20, base.world_size));
-  base.rank = static_cast<std::int32_t>(num("RANK", 0, base.world_size - 1, base.rank));
-  if (const char* i = std::getenv("GLOO_SOCKET_IFNAME"); i != nullptr && *i != '\0')
-    base.interface = i;
-  return base;
-}
-
-namespace detail {
-
-inline void check_rank(std::int32_t rank, std::int32_t world_size, const char* who) {
-  if (world_size < 1)
-    throw InvalidArgument(std::string(who) + ": world_size " + std::to_string(world_size) +
-                          "; expected >= 1");
-  if (rank < 0 || rank >= world_size)
-    throw IdOutOfRange(std::string(who) + " rank", rank, 0, world_size);
-}
-
-/// Runs `op` and waits for its work, turning c10's exceptions into CollectiveError.
-template <class Op>
-void run_collective(const char* what, std::int32_t rank, std::chrono::milliseconds timeout,
-                    Op&& op) {
-  try {
-    auto work = op();
-    work->wait(timeout);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    throw CollectiveError(std::string(what) + " on trainer " + std::to_string(rank) + ": " + msg +
-                          "; expected every trainer to join within " +
-                          std::to_string(timeout.count()) + " ms");
-  }
-}
-
-inline bool is_loopback_address(const std::string& a) {
-  return a.rfind("127.", 0) == 0 || a == "::1" || a == "localhost";
-}
-
-/// The first address `name` resolves to, "" when it resolves to none.
-inline std::string resolve_address(const std::string& name) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  if (::getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0 || list == nullptr) return {};
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (list->ai_family == AF_INET)
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(list->ai_addr)->sin_addr, buf, sizeof buf);
-  else if (list->ai_family == AF_INET6)
-    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(list->ai_addr)->sin6_addr, buf,
-                sizeof buf);
-  ::freeaddrinfo(list);
-  return buf;
-}
-
-/// True when network interface `name` is a loopback interface (IFF_LOOPBACK).
-inline bool is_loopback_interface(const std::string& name) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return false;
-  bool loopback = false;
-  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next)
-    loopback = loopback || (name == i->ifa_name && (i->ifa_flags & IFF_LOOPBACK) != 0);
-  ::freeifaddrs(list);
-  return loopback;
-}
-
-}  // namespace detail
 
 /// Where a trainer's gloo group binds, as gloo_binding chose it.
 struct GlooBinding {
@@ -383,8 +269,10 @@ inline std::vector<double> all_reduce_sum(
   auto t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kDouble);
   std::copy(values.begin(), values.end(), t.data_ptr<double>());
   std::vector<torch::Tensor> ts{t};
+  c10d::AllreduceOptions ao;
+  ao.timeout = timeout;  // a group that runs the collective in the call (RingGroup) sees it
   detail::run_collective("all_reduce_sum", group.getRank(), timeout,
-                         [&] { return group.allreduce(ts); });
+                         [&] { return group.allreduce(ts, ao); });
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
@@ -397,6 +285,7 @@ inline std::pair<std::int64_t, std::int64_t> all_reduce_min_max(
   std::vector<torch::Tensor> ts{t};
   c10d::AllreduceOptions ao;
   ao.reduceOp = c10d::ReduceOp::MAX;
+  ao.timeout = timeout;
   detail::run_collective("all_reduce_min_max", group.getRank(), timeout,
                          [&] { return group.allreduce(ts, ao); });
   return {-t[1].item<std::int64_t>(), t[0].item<std::int64_t>()};
@@ -438,6 +327,7 @@ inline std::string broadcast_bytes(CollectiveGroup& group, std::string bytes, st
                                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   c10d::BroadcastOptions bo;
   bo.rootRank = root;
+  bo.timeout = timeout;
   auto size = torch::tensor({static_cast<std::int64_t>(bytes.size())}, torch::kLong);
   {
     std::vector<torch::Tensor> ts{size};
@@ -475,17 +365,52 @@ struct TrainerGroups {
       : control(std::move(control_group)), gradients(std::move(gradient_group)) {}
 };
 
+namespace detail {
+
+/// DISTGRAPH_GRADIENT_GROUP: "ring" (unset: the default) or "gloo". Throws InvalidArgument
+/// for another value.
+inline std::string gradient_group_from_env() {
+  const char* v = std::getenv("DISTGRAPH_GRADIENT_GROUP");
+  if (v == nullptr || *v == '\0') return "ring";
+  const std::string s = v;
+  if (s != "ring" && s != "gloo")
+    throw InvalidArgument("DISTGRAPH_GRADIENT_GROUP='" + s + "': expected ring or gloo");
+  return s;
+}
+
+}  // namespace detail
+
 /// The groups of trainer `o.rank` meeting through `store`, for parameters on `device`: a
-/// gloo control group, and for the gradients an NCCL group when this build has NCCL and
-/// every trainer trains on its own CUDA device (no two on one GPU of one host: NCCL
-/// refuses that), else the control group itself (gloo also reduces CUDA tensors). The
-/// trainers exchange their devices first, so all build the same groups. Collective;
-/// blocks at most o.timeout, then throws CollectiveError.
+/// gloo control group, and for the gradients: a RingGroup when every trainer trains on the
+/// CPU (unless one sets DISTGRAPH_GRADIENT_GROUP=gloo); an NCCL group when this build has
+/// NCCL and every trainer trains on its own CUDA device (no two on one GPU of one host:
+/// NCCL refuses that); else the control group itself (gloo also reduces CUDA tensors). The
+/// trainers exchange their choices first, so all build the same groups. Collective; blocks
+/// at most o.timeout, then throws CollectiveError.
 inline TrainerGroups make_trainer_groups(const c10::intrusive_ptr<c10d::Store>& store,
                                          const RendezvousOptions& o, torch::Device device) {
   TrainerGroups g;
   g.control = make_gloo_group(store, o);
   g.gradients = g.control;
+  // CPU gradients take the ring unless any trainer asks for gloo (or trains on a GPU). A
+  // trainer whose choice is malformed votes too (-1) before it throws, so the others throw
+  // at once instead of waiting for it in the ring's rendezvous.
+  std::string bad;
+  std::int64_t vote = 0;
+  try {
+    vote = device.is_cpu() && detail::gradient_group_from_env() == "ring" ? 1 : 0;
+  } catch (const InvalidArgument& e) {
+    bad = e.what();
+    vote = -1;
+  }
+  const std::int64_t least = all_reduce_min_max(*g.control, vote, o.timeout).first;
+  if (!bad.empty()) throw InvalidArgument(bad);
+  if (least < 0)
+    throw InvalidArgument("another trainer's DISTGRAPH_GRADIENT_GROUP is neither ring nor gloo");
+  if (least == 1) {
+    g.gradients = c10::make_intrusive<RingGroup>(store, o);
+    return g;
+  }
 #if defined(USE_C10D_NCCL)
   {
     std::array<char, 256> host{};
@@ -582,9 +507,11 @@ class GradientAllReducer {
         off += p.numel();
       }
       std::vector<torch::Tensor> ts{b.flat};
+      c10d::AllreduceOptions ao;
+      ao.timeout = options_.timeout;  // a RingGroup reduces within the call: tell it
       detail::run_collective(("gradient all-reduce of bucket " + std::to_string(k)).c_str(),
                              group_->getRank(), options_.timeout,
-                             [&] { return group_->allreduce(ts); });
+                             [&] { return group_->allreduce(ts, ao); });
       b.flat.mul_(scale);
       off = 0;
       for (const std::size_t i : b.members) {
@@ -601,6 +528,7 @@ class GradientAllReducer {
     torch::NoGradGuard no_grad;
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
+    bo.timeout = options_.timeout;
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
       Bucket& b = buckets_[k];
       std::int64_t off = 0;
