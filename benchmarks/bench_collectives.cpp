@@ -70,8 +70,14 @@ Timing time_pair(int calls, const std::function<std::function<void()>(int)>& set
   std::vector<std::future<double>> done;
   for (int r = 0; r < 2; ++r)
     done.push_back(std::async(std::launch::async, [&, r] {
-      const auto step = setup(r);
-      for (int i = 0; i < 10; ++i) step();  // warm: connections, buffers
+      std::function<void()> step;
+      try {
+        step = setup(r);
+        for (int i = 0; i < 10; ++i) step();  // warm: connections, buffers
+      } catch (...) {
+        ready[static_cast<std::size_t>(r)].set_value();  // the main thread reads the error
+        throw;
+      }
       ready[static_cast<std::size_t>(r)].set_value();
       go_f.wait();
       distgraph::Stopwatch w;
@@ -188,21 +194,8 @@ Timing best_of(int runs, const std::function<Timing()>& f) {
   return best;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a;
-  distgraph::bench::Flags("bench_collectives")
-      .add("--floats", a.floats, 1, 1 << 28)
-      .add("--calls", a.calls, 1, 1000000)
-      .add("--runs", a.runs, 1, 100)
-      .parse(argc, argv);
-  distgraph::bench::Reporter rep(argc, argv, "bench_collectives");
-  distgraph::set_intra_op_threads(1);  // torch and OpenBLAS, as a trainer of this VM
-  rep.header({{"trainers", "2 threads of this process, loopback"},
-              {"tensor", std::to_string(a.floats) + " float32 (" + std::to_string(a.floats * 4) +
-                             " bytes), summed"},
-              {"calls", std::to_string(a.calls) + " per run, best of " + std::to_string(a.runs)}});
+/// Times the ring, gloo and the bound, and reports them.
+void run(distgraph::bench::Reporter& rep, const Args& a) {
   const Timing raw = best_of(a.runs, [&] { return time_raw(a); });
   const nlohmann::json common = {{"floats", a.floats},
                                  {"bytes", a.floats * 4},
@@ -224,6 +217,29 @@ int main(int argc, char** argv) {
                    .params = params,
                    .label = "cpu " + std::to_string(static_cast<int>(t.cpu_s * 1e6)) + " us (raw " +
                             std::to_string(static_cast<int>(raw.cpu_s * 1e6)) + ")"});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  distgraph::bench::Flags("bench_collectives")
+      .add("--floats", a.floats, 1, 1 << 28)
+      .add("--calls", a.calls, 1, 1000000)
+      .add("--runs", a.runs, 1, 100)
+      .parse(argc, argv);
+  distgraph::bench::Reporter rep(argc, argv, "bench_collectives");
+  distgraph::set_intra_op_threads(1);  // torch and OpenBLAS, as a trainer of this VM
+  rep.header({{"trainers", "2 threads of this process, loopback"},
+              {"tensor", std::to_string(a.floats) + " float32 (" + std::to_string(a.floats * 4) +
+                             " bytes), summed"},
+              {"calls", std::to_string(a.calls) + " per run, best of " + std::to_string(a.runs)}});
+  try {
+    run(rep, a);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_collectives: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -28,9 +28,10 @@
 //                          --epochs 1+E --hidden 256 --fanouts 10,25 --batch-size 1000 --json
 //                          --out RUN`: 2 loopback machines, each 1 server + 1 trainer (the
 //                          defaults), gradients on the trainers' ring (RingGroup); epoch_s is
-//                          trainer 0's, read from the per-epoch JSON lines. Run with --cache-mb 0 (no row cache):
-//                          uniform sampling, float32 features, every remote row fetched,
-//                          and --no-tls (as DGL, which has no TLS, and the testbed's plain).
+//                          trainer 0's, read from the per-epoch JSON lines. Run with
+//                          --cache-mb 0 (no row cache): uniform sampling, float32 features,
+//                          every remote row fetched, and --no-tls (as DGL, which has no
+//                          TLS, and the testbed's plain).
 //   sage_epoch_dist_tls    the same as `distgraph train` runs by default: TLS 1.3 with a key
 //                          from the secret it writes (what encryption costs on loopback).
 //   sage_epoch_dist_cores  the plain epoch against the work no schedule avoids: both

@@ -83,7 +83,8 @@ TEST_CASE("the gradient ring reduces as gloo does for 1 to 3 trainers", "[train]
     auto gloo = make_gloo_group(store, o);
     ranks[static_cast<std::size_t>(rank)] = ring.getRank();
     sizes[static_cast<std::size_t>(rank)] = ring.getSize();
-    for (const auto dtype : {torch::kFloat, torch::kDouble, torch::kInt, torch::kLong})
+    for (const auto dtype :
+         {torch::kFloat, torch::kDouble, torch::kInt, torch::kLong, torch::kHalf})
       for (const auto op :
            {c10d::ReduceOp::SUM, c10d::ReduceOp::MIN, c10d::ReduceOp::MAX, c10d::ReduceOp::PRODUCT})
         // 0 and 2 elements: fewer than trainers; 100,003: more than a socket buffer.
@@ -97,6 +98,12 @@ TEST_CASE("the gradient ring reduces as gloo does for 1 to 3 trainers", "[train]
             bad.push_back(std::string(c10::toString(dtype)) + " op " +
                           std::to_string(static_cast<int>(op)) + " n " + std::to_string(n));
         }
+    // bfloat16 (which gloo does not reduce here): small integers, exact in it.
+    auto bf = values(rank, 1001, torch::kBFloat16);
+    reduce(ring, bf, c10d::ReduceOp::SUM);
+    auto bf_expected = torch::zeros({1001}, torch::kBFloat16);
+    for (int r = 0; r < world; ++r) bf_expected += values(r, 1001, torch::kBFloat16);
+    if (!torch::equal(bf, bf_expected)) bad.push_back("bfloat16 sum");
     // A strided view is reduced through a copy and written back.
     auto m = values(rank, 12, torch::kFloat).reshape({3, 4});
     std::vector<torch::Tensor> ts{m.t()};
@@ -140,8 +147,8 @@ TEST_CASE("the gradient ring broadcasts from every root", "[train][net]") {
         };
         std::vector<torch::Tensor> two{torch::zeros({1}), torch::zeros({1})};
         refused([&] { ring.allreduce(two); }, "two tensors");
-        std::vector<torch::Tensor> half{torch::zeros({1}, torch::kHalf)};
-        refused([&] { ring.allreduce(half); }, "float16");
+        std::vector<torch::Tensor> complex{torch::zeros({1}, torch::kComplexFloat)};
+        refused([&] { ring.allreduce(complex); }, "complex64");
         std::vector<torch::Tensor> one{torch::zeros({1})};
         c10d::BroadcastOptions bad_root;
         bad_root.rootRank = 3;
@@ -251,6 +258,7 @@ TEST_CASE("trainers reducing different sizes both fail and the sizes are named",
 TEST_CASE("the gradient ring refuses strangers and still forms", "[train][net][fault]") {
   std::vector<float> sums(2, 0.0f);
   std::vector<int> stranger_reads;
+  std::vector<double> join_seconds(2, -1);
   with_store(2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store,
                     const RendezvousOptions& o) {
     std::vector<int> strangers;
@@ -273,7 +281,9 @@ TEST_CASE("the gradient ring refuses strangers and still forms", "[train][net][f
           ::write(strangers[2], &claims_zero, sizeof hello) != static_cast<ssize_t>(sizeof hello))
         return;
     }
+    const auto t0 = Clock::now();
     RingGroup ring(store, o);
+    join_seconds[static_cast<std::size_t>(rank)] = seconds_since(t0);
     // Trainer 0 closed every stranger: each reads the end of its stream.
     for (const int fd : strangers) {
       pollfd p{fd, POLLIN, 0};
@@ -287,6 +297,9 @@ TEST_CASE("the gradient ring refuses strangers and still forms", "[train][net][f
     sums[static_cast<std::size_t>(rank)] = t.sum().item<float>();
   });
   CHECK(stranger_reads == std::vector<int>{0, 0, 0});
+  // The silent stranger, ahead of trainer 1 in the queue, delayed nobody.
+  CHECK(join_seconds[1] >= 0);
+  CHECK(join_seconds[1] < 5.0);
   CHECK(sums == std::vector<float>{9.0f, 9.0f});
 }
 
@@ -370,18 +383,50 @@ TEST_CASE("trainers reducing different dtypes of one size fail and the dtypes ar
 }
 
 TEST_CASE("rings made one after another under one name on one store each form", "[train][net]") {
-  std::vector<std::vector<float>> sums(2);
+  // 4 trainers: a member's next ring may start before the last member of this one has
+  // finished joining (the join's barrier keeps their counts apart).
+  const int world = GENERATE(2, 4);
+  std::vector<std::vector<float>> sums(4);
+  with_store(world, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store,
+                        const RendezvousOptions& o) {
+    for (int k = 0; k < 4; ++k) {
+      RingGroup ring(store, o);
+      auto t = torch::full({2}, static_cast<float>(k + rank));
+      reduce(ring, t, c10d::ReduceOp::SUM);
+      sums[static_cast<std::size_t>(rank)].push_back(t[0].item<float>());
+    }
+  });
+  std::vector<float> expected;
+  for (int k = 0; k < 4; ++k)
+    expected.push_back(static_cast<float>(world * k + world * (world - 1) / 2));
+  for (int r = 0; r < world; ++r) CHECK(sums[static_cast<std::size_t>(r)] == expected);
+}
+
+TEST_CASE("the gradient all-reduce keeps the reducer's deadline on the ring",
+          "[train][net][fault]") {
+  // The group's own timeout is 30 s; the reducer's is 300 ms and must be the one that ends
+  // the wait for a trainer that never reduces.
+  std::promise<void> done;
+  auto done_f = done.get_future().share();
+  Failure f;
   with_store(
       2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
-        for (int k = 0; k < 3; ++k) {
-          RingGroup ring(store, o);
-          auto t = torch::full({2}, static_cast<float>(k + rank));
-          reduce(ring, t, c10d::ReduceOp::SUM);
-          sums[static_cast<std::size_t>(rank)].push_back(t[0].item<float>());
+        auto ring = c10::make_intrusive<RingGroup>(store, o);
+        std::vector<torch::Tensor> params{torch::zeros({10}, torch::requires_grad())};
+        GradientAllReducer reducer(ring, params, {.timeout = std::chrono::milliseconds(300)});
+        if (rank == 1) {
+          done_f.wait_for(collective_timeout);
+          return;
         }
+        params[0].mutable_grad() = torch::ones({10});
+        const auto t0 = Clock::now();
+        f.first = collective_error([&] { reducer.all_reduce_gradients(); });
+        f.seconds = seconds_since(t0);
+        done.set_value();
       });
-  CHECK(sums[0] == std::vector<float>{1.0f, 3.0f, 5.0f});
-  CHECK(sums[1] == sums[0]);
+  CHECK_THAT(f.first, Catch::Contains("sent nothing in time"));
+  CHECK(f.seconds >= 0.29);
+  CHECK(f.seconds < 5.0);
 }
 
 }  // namespace test_train_ring_group

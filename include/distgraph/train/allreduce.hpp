@@ -385,8 +385,9 @@ inline std::string gradient_group_from_env() {
 /// CPU (unless one sets DISTGRAPH_GRADIENT_GROUP=gloo); an NCCL group when this build has
 /// NCCL and every trainer trains on its own CUDA device (no two on one GPU of one host:
 /// NCCL refuses that); else the control group itself (gloo also reduces CUDA tensors). The
-/// trainers exchange their choices first, so all build the same groups. Collective; blocks
-/// at most o.timeout, then throws CollectiveError.
+/// trainers exchange their choices first, so all build the same groups. Collective; each
+/// step (gloo's join, the vote, the ring's or NCCL's join) blocks at most o.timeout, then
+/// throws CollectiveError.
 inline TrainerGroups make_trainer_groups(const c10::intrusive_ptr<c10d::Store>& store,
                                          const RendezvousOptions& o, torch::Device device) {
   TrainerGroups g;

@@ -1,8 +1,8 @@
 // The CPU gradients' all-reduce over a ring of TCP connections, run on the calling thread.
 // gloo hands each collective to a worker thread and its transport to an event loop thread;
 // on a loaded CPU those hand-offs cost more than the bytes: a 302 KB sum of two trainers on
-// loopback took 1.1 ms of CPU and 1.8 ms here, a send and receive on the caller's thread
-// 0.07 ms and 0.14 ms (docs/PERFORMANCE.md, "The gradients' ring").
+// loopback took 1.05-1.56 ms (0.67-0.99 ms of CPU) through gloo here, 0.06-0.16 ms this way
+// (bench_collectives; docs/PERFORMANCE.md, "The gradients' ring").
 #pragma once
 
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -62,6 +63,9 @@ struct RingHeader {
   bool operator==(const RingHeader&) const = default;
 };
 static_assert(sizeof(RingHeader) == 32);
+// Headers and greetings go out as the structs lie in memory; WIRE.md says little-endian.
+static_assert(std::endian::native == std::endian::little,
+              "the ring's wire format is little-endian");
 
 /// The greeting a ring member sends the neighbour it connects to: the group's token (from
 /// the store, so a stranger who reaches the port but not the store is refused) and ranks.
@@ -161,12 +165,12 @@ std::span<std::byte> bytes_of(T& x) {
 
 /// A CPU collective group of `world_size` trainers on a ring of TCP connections (each
 /// sends to rank + 1 and receives from rank - 1): all-reduce (sum, product, min, max of
-/// float, double, int32 or int64 tensors: a reduce-scatter and an all-gather, each
-/// trainer sending 2 (N - 1) / N of the tensor), broadcast and barrier, each run to the end
-/// on the calling thread, so the returned work is already complete. A peer that dies or
-/// stops answering fails the collective with CollectiveError within the group's timeout
-/// (or the collective's own), and every later one at once; so does a peer that calls a
-/// different collective or size. What `make_trainer_groups` gives CPU trainers for their
+/// float32, float64, float16, bfloat16, int32 or int64 tensors, reduced in their dtype: a
+/// reduce-scatter and an all-gather, each trainer sending 2 (N - 1) / N of the tensor), broadcast
+/// and barrier, each run to the end on the calling thread, so the returned work is already
+/// complete. A peer that dies or stops answering fails the collective with CollectiveError within
+/// the group's timeout (or the collective's own), and every later one at once; so does a peer that
+/// calls a different collective or size. What `make_trainer_groups` gives CPU trainers for their
 /// gradients; the small control collectives stay on gloo. Rendezvous through the store
 /// under "distgraph/ring/<name>/"; connections are plain TCP, as gloo's are.
 class RingGroup final : public CollectiveGroup {
@@ -246,10 +250,11 @@ class RingGroup final : public CollectiveGroup {
       throw InvalidArgument("RingGroup allreduce: op " + std::to_string(static_cast<int>(o)) +
                             "; expected SUM, PRODUCT, MIN or MAX");
     const auto s = t.scalar_type();
-    if (s != at::kFloat && s != at::kDouble && s != at::kInt && s != at::kLong)
-      throw DTypeError(
-          "RingGroup allreduce",
-          std::string(c10::toString(s)) + " tensor; expected float32, float64, int32 or int64");
+    if (s != at::kFloat && s != at::kDouble && s != at::kInt && s != at::kLong && s != at::kHalf &&
+        s != at::kBFloat16)
+      throw DTypeError("RingGroup allreduce",
+                       std::string(c10::toString(s)) +
+                           " tensor; expected float32, float64, float16, bfloat16, int32 or int64");
   }
 
   /// Runs `f` on `t`, through a contiguous copy written back when `t` is not contiguous.
@@ -286,21 +291,33 @@ class RingGroup final : public CollectiveGroup {
   void join(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o,
             const std::string& base) {
     const auto until = std::chrono::steady_clock::now() + o.timeout;
+    const auto store_error = [&](const std::exception& e) {
+      std::string msg = e.what();
+      if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+      return CollectiveError(who() + ": rendezvous through the store: " + msg);
+    };
+    // Rings made one after another under one name take fresh keys: every member counts its
+    // join first thing, and the barrier that ends a join makes all of one ring's counts come
+    // before the next ring's.
+    std::int64_t joins = 0;
+    try {
+      joins = store->add(base + "joins", 1);
+    } catch (const std::exception& e) {
+      throw store_error(e);
+    }
+    const std::string prefix = base + std::to_string((joins - 1) / o.world_size) + "/";
     const std::string address = detail::ring_address(o);
     detail::FileDescriptor listener = listen_on(address);
     std::string token;
     try {
-      // Rings made one after another under one name take fresh keys: every member counts
-      // its join, and joins of one ring all come before the next ring's.
-      const std::int64_t joins = store->add(base + "joins", 1);
-      const std::string prefix = base + std::to_string((joins - 1) / o.world_size) + "/";
       if (o.rank == 0) {
         std::random_device rd;
         const char* hex = "0123456789abcdef";
         for (int i = 0; i < 32; ++i) token += hex[rd() & 15U];
         store->set(prefix + "token", std::vector<std::uint8_t>(token.begin(), token.end()));
       } else {
-        store->wait({prefix + "token"}, o.timeout);
+        store->wait({prefix + "token"},
+                    std::chrono::milliseconds(std::max(1, detail::ms_left(until))));
         const auto v = store->get(prefix + "token");
         token.assign(v.begin(), v.end());
         if (token.size() != 32)
@@ -319,9 +336,7 @@ class RingGroup final : public CollectiveGroup {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      std::string msg = e.what();
-      if (const auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-      throw CollectiveError(who() + ": rendezvous through the store: " + msg);
+      throw store_error(e);
     }
     detail::RingHello hello;
     std::memcpy(hello.token.data(), token.data(), hello.token.size());
@@ -337,6 +352,8 @@ class RingGroup final : public CollectiveGroup {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     }
+    at::Tensor barrier = at::zeros({1}, at::kLong);  // collective #0 of every ring
+    ring_allreduce(barrier, c10d::ReduceOp::SUM, until);
   }
 
   detail::FileDescriptor listen_on(const std::string& address) {
@@ -346,7 +363,9 @@ class RingGroup final : public CollectiveGroup {
     addrinfo* list = nullptr;
     if (::getaddrinfo(address.c_str(), "0", &hints, &list) != 0 || list == nullptr)
       throw CollectiveError(who() + ": cannot listen on '" + address + "'");
-    detail::FileDescriptor fd(::socket(list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // Non-blocking: a connection that poll reported may be gone before accept4 takes it.
+    detail::FileDescriptor fd(
+        ::socket(list->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     const bool ok = fd.get() >= 0 && ::bind(fd.get(), list->ai_addr, list->ai_addrlen) == 0 &&
                     ::listen(fd.get(), 16) == 0;
     const int err = errno;
@@ -620,6 +639,8 @@ class RingGroup final : public CollectiveGroup {
     if (s == at::kFloat) return reduce_as<float>(into, from, op);
     if (s == at::kDouble) return reduce_as<double>(into, from, op);
     if (s == at::kInt) return reduce_as<std::int32_t>(into, from, op);
+    if (s == at::kHalf) return reduce_as<c10::Half>(into, from, op);
+    if (s == at::kBFloat16) return reduce_as<c10::BFloat16>(into, from, op);
     reduce_as<std::int64_t>(into, from, op);
   }
 
