@@ -46,7 +46,11 @@
 //                          sampling (--sampler labor), bfloat16 features (the same METIS
 //                          partition written with feat_dtype bfloat16), all three together;
 //                          the plain run's bound (`bound / sage_epoch_dist_all` is the goal's
-//                          ratio). --variants 0 runs the plain figure only.
+//                          ratio). --variants 0 runs the plain figure only. _all's params
+//                          also hold the plain run once more right after it
+//                          (plain_rerun_epoch_s; vs_plain_rerun = that / _all's epoch, above 1
+//                          when _all is faster): the VM's speed drifts over a bench run, and
+//                          the plain figure ran first.
 //   remote_bytes_per_epoch one per variant (params.variant): the timed epochs' mean bytes
 //                          pulled from the other machine, summed over both trainers; bound
 //                          the plain run's bytes (ratio = plain / variant, higher is better).
@@ -735,6 +739,12 @@ void epoch_dist(Bench& bench) {
     params["result"] = r.result;
     params["remote_bytes_per_epoch"] = bytes;
     params["cache_hit_rate"] = hit_rate;
+    if (std::string(v.name) == "all") {
+      // Plain again, next to _all in time: the fair neighbour to compare it with.
+      const double rerun = mean_row(run_dist(bench, variants[0].flags, bench.config).rows).epoch_s;
+      params["plain_rerun_epoch_s"] = rerun;
+      params["vs_plain_rerun"] = rerun / mean_row(r.rows).epoch_s;
+    }
     add_epoch_figure(bench, plain ? base : base + "_" + v.name, r.rows, b.bound, bound_name,
                      params);
     // A trainer per core or more, so that side_by_side's one thread each is what a trainer
