@@ -18,7 +18,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <torch/types.h>
 #include <unistd.h>
@@ -50,13 +49,6 @@ struct Args {
   int runs = 3;
 };
 
-double process_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 /// Wall and CPU seconds per call and trainer of `calls` calls of `step(rank)` on 2 threads
 /// that start together (after `setup(rank)` on each).
 struct Timing {
@@ -85,11 +77,11 @@ Timing time_pair(int calls, const std::function<std::function<void()>(int)>& set
       return w.seconds();
     }));
   for (auto& p : ready) p.get_future().wait();
-  const double cpu0 = process_cpu_seconds();
+  const double cpu0 = distgraph::process_cpu_seconds();
   go.set_value();
   double wall = 0;
   for (auto& f : done) wall = std::max(wall, f.get());
-  return {wall / calls, (process_cpu_seconds() - cpu0) / (2.0 * calls)};
+  return {wall / calls, (distgraph::process_cpu_seconds() - cpu0) / (2.0 * calls)};
 }
 
 /// Both trainers' store (rank 0 hosts it on a free port) and rendezvous options.

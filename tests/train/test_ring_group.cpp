@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "distgraph/core/timer.hpp"
 #include "distgraph/torch.hpp"
 #include "trainer_threads.hpp"
 
@@ -27,12 +28,6 @@ using distgraph::test::collective_timeout;
 using distgraph::test::with_store;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// Rank r's values: integers, so every order of summing gives the same floats.
 torch::Tensor values(int rank, std::int64_t n, torch::ScalarType dtype) {
@@ -197,9 +192,9 @@ TEST_CASE("a dead ring neighbour fails the all-reduce at once and every later on
         }
         if (gone_f.wait_for(collective_timeout) != std::future_status::ready) return;
         auto t = torch::ones({100003});
-        const auto t0 = Clock::now();
+        const Stopwatch clock;
         f.first = collective_error([&] { reduce(*ring, t, c10d::ReduceOp::SUM); });
-        f.seconds = seconds_since(t0);
+        f.seconds = clock.seconds();
         f.second = collective_error([&] { reduce(*ring, t, c10d::ReduceOp::SUM); });
       });
   CHECK_THAT(f.first,
@@ -221,10 +216,10 @@ TEST_CASE("a silent ring neighbour fails the all-reduce at its deadline", "[trai
           return;
         }
         auto t = torch::ones({8});
-        const auto t0 = Clock::now();
+        const Stopwatch clock;
         f.first = collective_error(
             [&] { reduce(ring, t, c10d::ReduceOp::SUM, std::chrono::milliseconds(300)); });
-        f.seconds = seconds_since(t0);
+        f.seconds = clock.seconds();
         done.set_value();
       });
   CHECK_THAT(f.first, Catch::Contains("trainer 1 sent nothing in time"));
@@ -239,10 +234,10 @@ TEST_CASE("trainers reducing different sizes both fail and the sizes are named",
       2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
         RingGroup ring(store, o);
         auto t = torch::ones({rank == 0 ? 10 : 12});
-        const auto t0 = Clock::now();
+        const Stopwatch clock;
         f[static_cast<std::size_t>(rank)].first =
             collective_error([&] { reduce(ring, t, c10d::ReduceOp::SUM); });
-        f[static_cast<std::size_t>(rank)].seconds = seconds_since(t0);
+        f[static_cast<std::size_t>(rank)].seconds = clock.seconds();
       });
   // Whoever reads its neighbour's header first names both sizes; the other may instead see
   // its connection closed.
@@ -281,9 +276,9 @@ TEST_CASE("the gradient ring refuses strangers and still forms", "[train][net][f
           ::write(strangers[2], &claims_zero, sizeof hello) != static_cast<ssize_t>(sizeof hello))
         return;
     }
-    const auto t0 = Clock::now();
+    const Stopwatch clock;
     RingGroup ring(store, o);
-    join_seconds[static_cast<std::size_t>(rank)] = seconds_since(t0);
+    join_seconds[static_cast<std::size_t>(rank)] = clock.seconds();
     // Trainer 0 closed every stranger: each reads the end of its stream.
     for (const int fd : strangers) {
       pollfd p{fd, POLLIN, 0};
@@ -419,9 +414,9 @@ TEST_CASE("the gradient all-reduce keeps the reducer's deadline on the ring",
           return;
         }
         params[0].mutable_grad() = torch::ones({10});
-        const auto t0 = Clock::now();
+        const Stopwatch clock;
         f.first = collective_error([&] { reducer.all_reduce_gradients(); });
-        f.seconds = seconds_since(t0);
+        f.seconds = clock.seconds();
         done.set_value();
       });
   CHECK_THAT(f.first, Catch::Contains("sent nothing in time"));

@@ -1,10 +1,6 @@
 // Gradient all-reduce across trainers through c10d's ProcessGroupGloo, in flat buckets.
 #pragma once
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
 #include <torch/types.h>
 #include <torch/version.h>
 #include <unistd.h>

@@ -343,7 +343,7 @@ class RingGroup final : public CollectiveGroup {
     hello.rank = o.rank;
     hello.world = o.world_size;
     detail::RingCursor greeting{{detail::bytes_of(hello), {}}};
-    if (!transfer(&greeting, -1, nullptr, until, no_check))
+    if (!transfer(&greeting, nullptr, until, no_check))
       throw CollectiveError(who() + ": could not greet trainer " + std::to_string(right_rank()) +
                             ": " + why_);
     left_ = accept_left(listener.get(), hello.token, until);
@@ -472,13 +472,13 @@ class RingGroup final : public CollectiveGroup {
 
   static constexpr auto no_check = [](const detail::RingCursor&) { return true; };
 
-  /// Moves `out` to the next trainer and `in` from `in_fd` (either may be null), both at
+  /// Moves `out` to the next trainer and `in` from the previous one (either may be null), both at
   /// once, until done (true) or a peer closes, fails, `until` passes or `check` (called
   /// after each read) says no (false, with why_).
   template <class Check>
-  bool transfer(detail::RingCursor* out, int in_fd, detail::RingCursor* in,
+  bool transfer(detail::RingCursor* out, detail::RingCursor* in,
                 std::chrono::steady_clock::time_point until, Check&& check) {
-    const int out_fd = right_.get();
+    const int out_fd = right_.get(), in_fd = left_.get();
     for (;;) {
       bool moved = false;
       std::array<iovec, 2> v{};
@@ -554,7 +554,7 @@ class RingGroup final : public CollectiveGroup {
              "size and dtype, in the same order";
       return false;
     };
-    if (!transfer(sending ? &out : nullptr, left_.get(), receiving ? &in : nullptr, until, check))
+    if (!transfer(sending ? &out : nullptr, receiving ? &in : nullptr, until, check))
       fail(why_ + " (collective #" + std::to_string(seq_) + ")");
   }
 
