@@ -1,5 +1,6 @@
 // NodeDataLoader and EdgeDataLoader over a standalone DistGraph: coverage, blocks, data,
 // determinism across prefetch threads and epochs, abandoned epochs, errors, exclusion.
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "distgraph/distributed/standalone.hpp"
 #include "distgraph/loaders/edge_data_loader.hpp"
@@ -449,7 +451,8 @@ TEST_CASE("a producer's exception reaches the consumer at the batch where it hap
   }
 }
 
-TEST_CASE("prefetch threads run at the niceness asked and make the same batches", "[dist]") {
+TEST_CASE("prefetch threads run at the niceness and policy asked and make the same batches",
+          "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
   const auto train = every(2, cluster.graph().num_nodes());
@@ -461,28 +464,32 @@ TEST_CASE("prefetch threads run at the niceness asked and make the same batches"
     return errno == 0 ? n : -100;
   };
   const int before = niceness();
+  const int policy = ::sched_getscheduler(0);
   REQUIRE(before != -100);
-  if (before >= 19) {  // a lowered thread could not be told from the rest
-    WARN("skipped: the test runs at niceness " << before);
+  if (before >= 19 || policy != SCHED_OTHER) {  // a changed thread could not be told apart
+    WARN("skipped: the test runs at niceness " << before << " under policy " << policy);
     return;
   }
   std::vector<std::vector<NodeBatch>> runs;
-  for (int nice : {0, 19}) {
-    auto seen = std::make_shared<std::set<int>>();
+  for (const bool lowered : {false, true}) {
+    using Seen = std::set<std::pair<int, int>>;  // (niceness, policy) of each producing thread
+    auto seen = std::make_shared<Seen>();
     auto mu = std::make_shared<std::mutex>();
     HookedGraph g{cluster.graph(), [&, seen, mu](std::span<const std::int64_t>, const SampleKey&) {
                     std::lock_guard lock(*mu);
-                    seen->insert(niceness());
+                    seen->emplace(niceness(), ::sched_getscheduler(0));
                   }};
     NodeDataLoader loader(g, train, {4, 6},
                           {.batch_size = 30,
                            .seed = 5,
                            .num_prefetch_threads = 2,
                            .prefetch_depth = 3,
-                           .prefetch_nice = nice});
+                           .prefetch_nice = lowered ? 19 : 0,
+                           .prefetch_sched_batch = lowered});
     runs.push_back(whole_epoch(loader, 7));
-    CHECK(*seen == std::set<int>{nice == 0 ? before : 19});
+    CHECK(*seen == (lowered ? Seen{{19, SCHED_BATCH}} : Seen{{before, SCHED_OTHER}}));
     CHECK(niceness() == before);
+    CHECK(::sched_getscheduler(0) == SCHED_OTHER);
   }
   REQUIRE(runs[0].size() == runs[1].size());
   for (std::size_t i = 0; i < runs[0].size(); ++i) REQUIRE(same_batch(runs[0][i], runs[1][i]));

@@ -1,6 +1,7 @@
 // AsioServer and AsioTransport on 127.0.0.1 (and ::1): pipelining, limits, failures, auth.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -12,10 +13,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -701,6 +705,46 @@ TEST_CASE("AnyTransport runs the same calls in process and over TCP", "[transpor
   AnyTransport remote(AsioTransport({server->endpoint()}, client_options()));
   CHECK(remote.is_remote());
   check(remote);
+}
+
+/// Scheduling policy of each of this process's threads named `os_name` (their OS names).
+std::multiset<int> policies_of_threads(const std::string& os_name) {
+  std::multiset<int> out;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != os_name) continue;
+    const int p = ::sched_getscheduler(static_cast<pid_t>(std::stol(t.path().filename())));
+    if (p >= 0) out.insert(p);
+  }
+  return out;
+}
+
+TEST_CASE("server and client threads run under SCHED_BATCH unless told otherwise",
+          "[transport][net]") {
+  if (::sched_getscheduler(0) != SCHED_OTHER) {
+    WARN("skipped: the test does not run under the default policy");
+    return;
+  }
+  for (const bool batch : {true, false}) {
+    std::atomic<int> handler_policy{-1};
+    auto server = start_server(
+        [&](const Request& r) {
+          handler_policy = ::sched_getscheduler(0);
+          return echo(r);
+        },
+        {.num_threads = 2, .sched_batch = batch});
+    auto co = client_options();
+    co.sched_batch = batch;
+    AsioTransport t({server->endpoint()}, co);
+    CHECK(t.call(0, MsgType::pull, text("x"), soon()).status == Status::ok);
+    const int want = batch ? SCHED_BATCH : SCHED_OTHER;
+    CHECK(handler_policy.load() == want);
+    CHECK(policies_of_threads("dg-handler") == std::multiset<int>{want, want});
+    CHECK(policies_of_threads("dg-socket") == std::multiset<int>{want});
+    CHECK(policies_of_threads("dg-client-io") == std::multiset<int>{want});
+    CHECK(::sched_getscheduler(0) == SCHED_OTHER);  // the caller's thread is left alone
+  }
 }
 
 }  // namespace test_transport_asio_transport

@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "distgraph/core/memory.hpp"
+#include "distgraph/runtime/environment.hpp"
 #include "distgraph/runtime/ip_config.hpp"
 #include "distgraph/runtime/secret.hpp"
 #include "distgraph/runtime/server_process.hpp"
@@ -55,6 +56,7 @@ int run_serve(std::vector<std::string> argv) {
   o.storage_dir = args.get_or("storage-dir", "");
   o.checkpoint_dir = args.get_or("checkpoint-dir", "distgraph-checkpoints");
   o.io_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
+  o.sched_batch = read_sched_batch_environment();
   std::string secret_file = args.get_or("secret-file", "");
   if (secret_file.empty())
     if (const char* env = std::getenv("DISTGRAPH_SECRET_FILE")) secret_file = env;

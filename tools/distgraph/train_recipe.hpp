@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "distgraph/runtime/environment.hpp"
 #include "distgraph/tasks/hetero_node_classification.hpp"
 #include "distgraph/tasks/link_prediction.hpp"
 #include "distgraph/tasks/node_classification.hpp"
@@ -221,6 +222,7 @@ inline void read_task_options(const Args& a, NodeClassificationOptions& o) {
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
   o.prefetch_nice = static_cast<int>(a.get_int("prefetch-nice", o.prefetch_nice, 0, 19));
+  o.prefetch_sched_batch = read_sched_batch_environment();
   o.prefetch_depth = a.get_int("prefetch-depth", o.prefetch_depth, 1, 1024);
   if (const auto sp = a.get_or("split", "balanced"); sp == "local")
     o.balance_split = false;
@@ -315,6 +317,7 @@ void copy_run_options(const NodeClassificationOptions& plain, Options& o) {
   o.device = plain.device;
   o.num_prefetch_threads = plain.num_prefetch_threads;
   o.prefetch_nice = plain.prefetch_nice;
+  o.prefetch_sched_batch = plain.prefetch_sched_batch;
   o.prefetch_depth = plain.prefetch_depth;
   o.out = plain.out;
   o.collective_timeout = plain.collective_timeout;

@@ -1,6 +1,9 @@
-// lower_thread_priority: a background thread yields its core to the threads that matter more.
+// lower_thread_priority, schedule_as_batch: a background thread yields its core to the threads
+// that matter more.
 #pragma once
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -36,6 +39,44 @@ inline bool lower_thread_priority(int nice) noexcept {
   const int now = ::getpriority(PRIO_PROCESS, tid);
   if (errno == 0 && now >= nice) return true;
   return ::setpriority(PRIO_PROCESS, tid, nice) == 0;
+}
+
+/// Puts the calling thread under Linux's SCHED_BATCH: it keeps its niceness and its share
+/// of the CPU, but when it wakes it no longer preempts the thread running on the core; it
+/// runs at that thread's next scheduling point (a few ms at most), or at once on an idle
+/// core. For the threads that serve a training step (a server's socket and handler
+/// threads, a client's I/O thread, a loader's prefetch threads): where trainers and
+/// servers share the cores, each reply or request that woke them used to cut into a
+/// forward or backward pass, costing a context switch and the caches it had warmed
+/// (docs/PERFORMANCE.md, "Service threads that do not preempt"). Returns whether the
+/// thread now runs so. Needs no privilege; a thread under another policy than the
+/// default (a real-time one the user chose) is left as it is, and so is one whose change
+/// is refused (a sandbox): that costs speed, nothing else. Threads it starts later
+/// inherit the policy.
+inline bool schedule_as_batch() noexcept {
+#if defined(__linux__)
+  int policy = 0;
+  sched_param param{};
+  if (::pthread_getschedparam(::pthread_self(), &policy, &param) != 0) return false;
+  if (policy == SCHED_BATCH) return true;
+  if (policy != SCHED_OTHER) return false;
+  param.sched_priority = 0;
+  return ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &param) == 0;
+#else
+  return false;
+#endif
+}
+
+/// How a background thread the library starts gives way to the threads that matter more.
+struct ThreadPriority {
+  int nice = 0;        ///< its niceness (0-max_nice): lower_thread_priority
+  bool batch = false;  ///< SCHED_BATCH: schedule_as_batch
+};
+
+/// Applies `p` to the calling thread (each part as its function says; refusals are ignored).
+inline void apply_thread_priority(const ThreadPriority& p) noexcept {
+  lower_thread_priority(p.nice);
+  if (p.batch) schedule_as_batch();
 }
 
 }  // namespace distgraph

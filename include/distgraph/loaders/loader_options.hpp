@@ -36,6 +36,11 @@ struct LoaderOptions {
   /// a computer shared with other busy work, keep 0). The batches are the same for any
   /// value; 0 leaves the threads as the process is.
   int prefetch_nice = 0;
+  /// The prefetch threads run under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp):
+  /// a thread whose reply arrives or whose window opens waits for the consumer's next
+  /// scheduling point instead of preempting its training step. The batches are the same
+  /// either way; false leaves the threads as the process is.
+  bool prefetch_sched_batch = false;
   /// With prefetch threads: keep making batches across the end of an epoch, so that the
   /// first batches of epoch e + 1 are made while the consumer still trains on epoch e's
   /// last ones and begin_epoch(e + 1) finds them ready (without it, every epoch's first

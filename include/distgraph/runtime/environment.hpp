@@ -33,6 +33,9 @@ struct Environment {
   std::string master_addr = "127.0.0.1";
   std::int32_t master_port = 0;
   std::string rank_source = "default";  ///< "RANK", "OMPI", "SLURM" or "default"
+  /// DISTGRAPH_SCHED_BATCH (0 or 1, default 1): the threads distgraph starts to serve a
+  /// training step run under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp).
+  bool sched_batch = true;
 };
 
 namespace detail {
@@ -86,6 +89,18 @@ inline TlsOptions read_tls_environment() {
   return t;
 }
 
+/// DISTGRAPH_SCHED_BATCH: 0 = the threads that serve a training step (servers' socket and
+/// handler threads, clients' I/O threads, training loaders' prefetch threads) stay under
+/// the process's policy; 1 or unset = SCHED_BATCH. Throws InvalidArgument for another value.
+inline bool read_sched_batch_environment() {
+  const auto v = detail::env_text("DISTGRAPH_SCHED_BATCH");
+  if (!v) return true;
+  if (*v != "0" && *v != "1")
+    throw InvalidArgument("environment variable DISTGRAPH_SCHED_BATCH='" + *v +
+                          "'; expected 0 or 1");
+  return *v == "1";
+}
+
 /// `t` as the environment read_tls_environment() reads ("NAME=value" entries, only those
 /// that differ from the default), for a child process. Paths travel, never keys.
 inline std::vector<std::string> tls_environment(const TlsOptions& t) {
@@ -121,6 +136,7 @@ inline Environment read_environment() {
   if (auto v = env_text("DISTGRAPH_SECRET_FILE")) e.secret_file = *v;
   if (auto v = env_text("DISTGRAPH_CHECKPOINT_DIR")) e.checkpoint_dir = *v;
   e.tls = read_tls_environment();
+  e.sched_batch = read_sched_batch_environment();
   constexpr std::int32_t big = 1 << 24;
   e.machine_id = env_int("DISTGRAPH_MACHINE_ID", 0, big).value_or(0);
   e.server_id = env_int("DISTGRAPH_SERVER_ID", 0, big).value_or(0);

@@ -41,7 +41,7 @@ struct InitOptions {
   /// when set).
   std::filesystem::path part_config;
   std::chrono::milliseconds connect_timeout{60'000};  ///< trainers: servers must answer by then
-  std::chrono::milliseconds call_timeout{60'000};  ///< deadline of every later request
+  std::chrono::milliseconds call_timeout{60'000};     ///< deadline of every later request
   /// Standalone runs: where the in-process servers save tensors on request (as
   /// `distgraph serve --checkpoint-dir`).
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
@@ -108,6 +108,7 @@ void run_server_role(const Environment& e) {
   o.num_trainers = e.num_trainers * o.ip_config.num_machines();
   if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
   o.tls = e.tls;
+  o.sched_batch = e.sched_batch;
   if (!e.checkpoint_dir.empty()) o.checkpoint_dir = e.checkpoint_dir;
   serve_until_stopped<P>(std::move(o));
 }
@@ -236,6 +237,7 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
   to.call_timeout = opts.call_timeout;
   if (!env.secret_file.empty()) to.secret = read_secret_file(env.secret_file);
   to.tls = env.tls;
+  to.sched_batch = env.sched_batch;
   auto transport =
       std::make_shared<AnyTransport>(AsioTransport(ip.all_servers(env.num_servers), to));
   std::shared_ptr<S> storage;

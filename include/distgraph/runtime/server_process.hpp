@@ -87,11 +87,13 @@ struct ServeOptions {
   /// Where save_tensors requests write (relative: to the working folder). Clients name
   /// only a tag below it.
   std::filesystem::path checkpoint_dir = "distgraph-checkpoints";
-  std::string secret;       ///< shared secret clients must prove ("" = none)
+  std::string secret;  ///< shared secret clients must prove ("" = none)
   /// TLS for every connection (default: a PSK from the secret when there is one).
   TlsOptions tls;
   /// Handler threads before the trainers' (one each, for barriers); 0 = max(2, cores).
   unsigned io_threads = 0;
+  /// The socket and handler threads under SCHED_BATCH (AsioServerOptions::sched_batch).
+  bool sched_batch = true;
   std::chrono::milliseconds startup_timeout{120'000};  ///< backups wait this for the main
   std::function<void(std::string_view)> log;           ///< default: stderr
 };
@@ -179,6 +181,7 @@ class BasicServerProcess {
         static_cast<unsigned>(std::max(options_.num_trainers, 1));
     ao.log = options_.log;
     ao.run_inline = quick_request;
+    ao.sched_batch = options_.sched_batch;
     // Requests whose replies the transport would refuse are refused before their work.
     server_->kv().set_max_reply_bytes(ao.max_frame_bytes);
     asio_ = std::make_unique<AsioServer>(server_->handler(), ao);

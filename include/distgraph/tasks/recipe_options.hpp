@@ -47,6 +47,9 @@ struct RecipeOptions {
   /// the training step where both want it (evaluation loaders keep 0). Use 0 where other
   /// busy work shares the computer.
   int prefetch_nice = 19;
+  /// The training loader's LoaderOptions::prefetch_sched_batch: its threads never preempt
+  /// the training step when they wake (evaluation loaders keep the process's policy).
+  bool prefetch_sched_batch = true;
   std::int64_t eval_batch_size = 4096;  ///< validation and test: destinations per batch
   /// Validate after every `eval_every`-th epoch and after the last; other epochs log no
   /// validation metric (NaN) and cannot be selected.
@@ -118,6 +121,7 @@ inline LoaderOptions training_loader_options(const RecipeOptions& o, std::int32_
                        .num_prefetch_threads = o.num_prefetch_threads,
                        .prefetch_depth = o.prefetch_depth,
                        .prefetch_nice = o.prefetch_nice,
+                       .prefetch_sched_batch = o.prefetch_sched_batch,
                        .prefetch_next_epoch = true,
                        .last_epoch = o.epochs - 1,
                        .feature = std::move(feature),
@@ -133,6 +137,7 @@ inline LoaderOptions evaluation_loader_options(LoaderOptions train, std::int64_t
   train.shuffle = false;
   train.prefetch_next_epoch = false;
   train.prefetch_nice = 0;
+  train.prefetch_sched_batch = false;
   // A deeper training window (--prefetch-depth) is not theirs: their batches are the
   // largest (whole neighbourhoods). A shallower one, asked for to save memory, is.
   train.prefetch_depth = std::min(train.prefetch_depth, LoaderOptions{}.prefetch_depth);

@@ -30,6 +30,7 @@
 
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/parallel.hpp"
+#include "distgraph/core/thread_priority.hpp"
 #include "distgraph/core/trace.hpp"
 #include "distgraph/transport/detail/frame_stream.hpp"
 #include "distgraph/transport/detail/handshake.hpp"
@@ -53,12 +54,18 @@ struct AsioServerOptions {
   /// server, as a blocking socket does. Only for requests that finish in microseconds and
   /// never wait (not a barrier): while one runs, no other socket is read. Empty = none.
   std::function<bool(MsgType type, std::uint64_t payload_bytes)> run_inline{};
-  std::string secret{};      ///< shared secret clients must prove; empty = no authentication
+  std::string secret{};  ///< shared secret clients must prove; empty = no authentication
   /// TLS 1.3 for every connection: with a secret, a PSK derived from it; with certificates,
   /// those. Clients must use the same mode (tls.hpp, docs/RUNTIME.md).
   TlsOptions tls{};
   /// A request frame must arrive whole within this time of its first byte.
   std::chrono::milliseconds read_timeout{30000};
+  /// The socket and handler threads run under SCHED_BATCH (schedule_as_batch,
+  /// core/thread_priority.hpp): a request that wakes them waits for the running thread's
+  /// next scheduling point instead of preempting it, which on a machine whose trainers
+  /// share the cores spares their training steps; on an idle core it runs at once.
+  /// false: the threads stay under the process's policy.
+  bool sched_batch = true;
   /// From accept to a valid hello, in total (nothing the client sends extends it); then
   /// the connection is closed without a reply.
   std::chrono::milliseconds handshake_timeout{10000};
@@ -189,11 +196,13 @@ class AsioServer {
     accept_locked();
     threads_.emplace_back([this] {
       trace::name_thread("socket");
+      if (options_.sched_batch) schedule_as_batch();
       io_.run();
     });
     for (unsigned i = 0; i < options_.num_threads; ++i)
       threads_.emplace_back([this] {
         trace::name_thread("handler");
+        if (options_.sched_batch) schedule_as_batch();
         pool_.run();
       });
   }

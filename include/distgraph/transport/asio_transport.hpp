@@ -27,6 +27,7 @@
 
 #include "distgraph/core/deadline.hpp"
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/thread_priority.hpp"
 #include "distgraph/core/trace.hpp"
 #include "distgraph/transport/concepts.hpp"
 #include "distgraph/transport/detail/frame_stream.hpp"
@@ -53,6 +54,11 @@ struct AsioTransportOptions {
   TlsOptions tls{};
   /// A reply must arrive whole within this time of its first byte.
   std::chrono::milliseconds read_timeout{30000};
+  /// The I/O thread runs under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp):
+  /// a reply streaming in waits for the running thread's next scheduling point instead of
+  /// preempting it (the caller's training step, on a busy machine), and is then read in
+  /// fewer, larger pieces. false: the thread stays under the process's policy.
+  bool sched_batch = true;
 };
 
 /// A Transport over TCP: one connection per server (TCP_NODELAY). send() is thread-safe
@@ -529,6 +535,7 @@ class AsioTransport {
         tls = std::make_shared<const detail::TlsContext>(m, false, options.tls, options.secret);
       io_thread = std::thread([this] {
         trace::name_thread("client-io");
+        if (options.sched_batch) schedule_as_batch();
         io.run();
       });
       try {

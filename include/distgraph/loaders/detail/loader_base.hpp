@@ -86,7 +86,7 @@ class LoaderBase {
           out.index = b;
           return out;
         },
-        o.prefetch_nice);
+        ThreadPriority{.nice = o.prefetch_nice, .batch = o.prefetch_sched_batch});
   }
 
   /// The epoch's next batch in order, or nullopt after its last. Blocks until the batch

@@ -32,13 +32,13 @@ class Prefetcher {
  public:
   using produce_type = std::function<Batch(std::int64_t)>;
 
-  /// Starts the threads, each at niceness `nice` at least (see lower_thread_priority).
+  /// Starts the threads, each under `priority` (apply_thread_priority).
   /// `depth` >= 1 (checked by the loaders).
   Prefetcher(std::int64_t num_batches, unsigned num_threads, std::int64_t depth,
-             produce_type produce, int nice = 0)
+             produce_type produce, ThreadPriority priority = {})
       : num_batches_(num_batches),
         depth_(depth < 1 ? 1 : depth),
-        nice_(nice),
+        priority_(priority),
         produce_(std::move(produce)),
         slots_(static_cast<std::size_t>(depth_)) {
     if (num_threads == 0) return;
@@ -91,7 +91,7 @@ class Prefetcher {
 
   void work() {
     trace::name_thread("prefetch");
-    lower_thread_priority(nice_);
+    apply_thread_priority(priority_);
     for (;;) {
       std::int64_t i = 0;
       {
@@ -121,7 +121,7 @@ class Prefetcher {
 
   const std::int64_t num_batches_;
   const std::int64_t depth_;
-  const int nice_;
+  const ThreadPriority priority_;
   const produce_type produce_;
   std::mutex mu_;
   std::condition_variable can_claim_, made_;
