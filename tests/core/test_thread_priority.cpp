@@ -1,13 +1,16 @@
 // schedule_as_batch and apply_thread_priority: a thread changes its own policy and niceness only.
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <string>
 #include <thread>
 
 #include "distgraph/core/thread_priority.hpp"
+#include "support/sched_batch.hpp"
 
 namespace test_core_thread_priority {
 
@@ -37,8 +40,8 @@ struct Seen {
 }  // namespace
 
 TEST_CASE("schedule_as_batch puts the calling thread alone under SCHED_BATCH", "[core]") {
-  if (::sched_getscheduler(0) != SCHED_OTHER || niceness() >= max_nice) {
-    WARN("skipped: the test does not run under the default policy at a low niceness");
+  if (const std::string why = test::sched_batch_untestable(); !why.empty()) {
+    WARN("SKIPPED: " << why);
     return;
   }
   const Seen s = on_thread([] {
@@ -57,6 +60,32 @@ TEST_CASE("schedule_as_batch puts the calling thread alone under SCHED_BATCH", "
   CHECK(on_thread([] { return ::sched_getscheduler(0); }) == SCHED_OTHER);
 }
 
+TEST_CASE("schedule_as_batch does nothing where DISTGRAPH_SCHED_BATCH is 0", "[core]") {
+  if (const std::string why = test::sched_batch_untestable(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  ::setenv(sched_batch_variable, "0", 1);
+  const Seen off = on_thread([] {
+    Seen t;
+    t.ok = !schedule_as_batch();
+    t.policy = ::sched_getscheduler(0);
+    return t;
+  });
+  ::setenv(sched_batch_variable, "1", 1);
+  const Seen on = on_thread([] {
+    Seen t;
+    t.ok = schedule_as_batch();
+    t.policy = ::sched_getscheduler(0);
+    return t;
+  });
+  ::unsetenv(sched_batch_variable);
+  CHECK(off.ok);
+  CHECK(off.policy == SCHED_OTHER);
+  CHECK(on.ok);
+  CHECK(on.policy == SCHED_BATCH);
+}
+
 TEST_CASE("schedule_as_batch leaves a thread under another policy as it is", "[core]") {
   // SCHED_IDLE, which any thread may choose for itself, stands in for a policy the user set.
   const Seen s = on_thread([] {
@@ -68,7 +97,7 @@ TEST_CASE("schedule_as_batch leaves a thread under another policy as it is", "[c
     return t;
   });
   if (s.policy == -1) {
-    WARN("skipped: SCHED_IDLE refused here");
+    WARN("SKIPPED: SCHED_IDLE is refused here");
     return;
   }
   CHECK(s.ok);
@@ -78,8 +107,9 @@ TEST_CASE("schedule_as_batch leaves a thread under another policy as it is", "[c
 TEST_CASE("apply_thread_priority sets the niceness and the policy asked, and nothing else",
           "[core]") {
   const int before = niceness();
-  if (::sched_getscheduler(0) != SCHED_OTHER || before < 0 || before >= 7) {
-    WARN("skipped: the test does not run under the default policy at niceness 0-6");
+  if (const std::string why = test::sched_batch_untestable();
+      !why.empty() || before < 0 || before >= 7) {
+    WARN("SKIPPED: " << (why.empty() ? "the test does not run at niceness 0-6" : why));
     return;
   }
   const auto run = [](ThreadPriority p) {

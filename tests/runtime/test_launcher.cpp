@@ -324,7 +324,8 @@ TEST_CASE("remote machines go through ssh: dry runs print the commands and start
   CHECK_THAT(out, Catch::Contains("DISTGRAPH_MACHINE_ID=1"));
   CHECK_THAT(out, Catch::Contains("[trainer 0.0] 'DISTGRAPH_ROLE=trainer'"));
   CHECK(out.find("[server 0.0] (ssh)") == std::string::npos);
-  CHECK(out.find("DISTGRAPH_NO_TLS") == std::string::npos);  // TLS unless asked otherwise
+  CHECK(out.find("DISTGRAPH_NO_TLS") == std::string::npos);       // TLS unless asked otherwise
+  CHECK(out.find("DISTGRAPH_SCHED_BATCH") == std::string::npos);  // the default needs none
   // TLS settings reach every server and trainer, as paths.
   ChildProcess certs({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(), "--part-config",
                       job.config.string(), "--tls-cert", "/etc/dg/node.crt", "--tls-key",
@@ -342,6 +343,20 @@ TEST_CASE("remote machines go through ssh: dry runs print the commands and start
                       job.config.string(), "--no-tls", "--dry-run", "--", "/bin/echo", "hi"});
   REQUIRE(plain.wait(30s).value_or(-1) == 0);
   CHECK_THAT(plain.output(), Catch::Contains("DISTGRAPH_NO_TLS=1"));
+  // DISTGRAPH_SCHED_BATCH=0 in the launching shell reaches every process, remote ones too.
+  ::setenv("DISTGRAPH_SCHED_BATCH", "0", 1);
+  ChildProcess unbatched({DISTGRAPH_CLI, "launch", "--ip-config", job.ip_path.string(),
+                          "--part-config", job.config.string(), "--dry-run", "--", "/bin/echo",
+                          "hi"});
+  ::unsetenv("DISTGRAPH_SCHED_BATCH");
+  REQUIRE(unbatched.wait(30s).value_or(-1) == 0);
+  for (const char* who : {"[server 1.0]", "[trainer 1.0]", "[server 0.0]", "[trainer 0.0]"}) {
+    const std::string& o = unbatched.output();
+    const auto line = o.find(who);
+    REQUIRE(line != std::string::npos);
+    CHECK_THAT(o.substr(line, o.find('\n', line) - line),
+               Catch::Contains("DISTGRAPH_SCHED_BATCH=0"));
+  }
   ChildProcess copy({DISTGRAPH_CLI, "copy", "--ip-config", job.ip_path.string(), "--part-config",
                      job.config.string(), "--workspace", "/srv/job", "--dry-run"});
   REQUIRE(copy.wait(30s).value_or(-1) == 0);

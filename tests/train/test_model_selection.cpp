@@ -271,8 +271,10 @@ TEST_CASE(
   CHECK_FALSE(std::filesystem::exists(out / "zero" / "metrics.csv"));
 }
 
-TEST_CASE("a recipe's prefetch window is its training loader's, not its evaluation loaders'",
-          "[train][selection]") {
+TEST_CASE(
+    "a recipe's prefetch window and priority are its training loader's, not its "
+    "evaluation loaders'",
+    "[train][selection]") {
   NodeClassificationOptions o;
   o.prefetch_depth = 64;
   const LoaderOptions train = training_loader_options(o, 0, "feat", "label");
@@ -282,6 +284,14 @@ TEST_CASE("a recipe's prefetch window is its training loader's, not its evaluati
   CHECK(eval.prefetch_depth == LoaderOptions{}.prefetch_depth);
   CHECK(eval.batch_size == 4096);
   CHECK_FALSE(eval.prefetch_next_epoch);
+  // Only the training loader's threads yield to the training step (niceness, SCHED_BATCH):
+  // nothing trains while the evaluation loaders' batches are waited for.
+  CHECK(train.prefetch_nice == 19);
+  CHECK(train.prefetch_sched_batch);
+  CHECK(eval.prefetch_nice == 0);
+  CHECK_FALSE(eval.prefetch_sched_batch);
+  o.prefetch_sched_batch = false;
+  CHECK_FALSE(training_loader_options(o, 0, "feat", "label").prefetch_sched_batch);
   // A shallower window, asked for to save memory, holds for them too.
   o.prefetch_depth = 2;
   CHECK(evaluation_loader_options(training_loader_options(o, 0, "feat", "label"), 4096)

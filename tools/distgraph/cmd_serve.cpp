@@ -56,7 +56,7 @@ int run_serve(std::vector<std::string> argv) {
   o.storage_dir = args.get_or("storage-dir", "");
   o.checkpoint_dir = args.get_or("checkpoint-dir", "distgraph-checkpoints");
   o.io_threads = static_cast<unsigned>(args.get_int("threads", 0, 0, 1024));
-  o.sched_batch = read_sched_batch_environment();
+  read_sched_batch_environment();  // a malformed DISTGRAPH_SCHED_BATCH fails here, named
   std::string secret_file = args.get_or("secret-file", "");
   if (secret_file.empty())
     if (const char* env = std::getenv("DISTGRAPH_SECRET_FILE")) secret_file = env;

@@ -2,13 +2,14 @@
 // that matter more.
 #pragma once
 
-#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "distgraph/core/error.hpp"
 
@@ -41,6 +42,11 @@ inline bool lower_thread_priority(int nice) noexcept {
   return ::setpriority(PRIO_PROCESS, tid, nice) == 0;
 }
 
+/// The environment variable that turns schedule_as_batch off for a whole process: "0" =
+/// off; unset, "1" or anything else = on (runtime's read_environment() refuses other
+/// values at start-up, naming the variable; here, below it, nothing may throw).
+inline constexpr const char* sched_batch_variable = "DISTGRAPH_SCHED_BATCH";
+
 /// Puts the calling thread under Linux's SCHED_BATCH: it keeps its niceness and its share
 /// of the CPU, but when it wakes it no longer preempts the thread running on the core; it
 /// runs at that thread's next scheduling point (a few ms at most), or at once on an idle
@@ -48,20 +54,25 @@ inline bool lower_thread_priority(int nice) noexcept {
 /// threads, a client's I/O thread, a loader's prefetch threads): where trainers and
 /// servers share the cores, each reply or request that woke them used to cut into a
 /// forward or backward pass, costing a context switch and the caches it had warmed
-/// (docs/PERFORMANCE.md, "Service threads that do not preempt"). Returns whether the
-/// thread now runs so. Needs no privilege; a thread under another policy than the
-/// default (a real-time one the user chose) is left as it is, and so is one whose change
-/// is refused (a sandbox): that costs speed, nothing else. Threads it starts later
-/// inherit the policy.
+/// (docs/PERFORMANCE.md, "Service threads that do not preempt"). The price: a reply that
+/// a thread of normal policy is blocked on may wait one scheduling slice for a busy core.
+/// Returns whether the thread now runs so. Does nothing (false) where DISTGRAPH_SCHED_BATCH
+/// is "0", under a policy other than the default (a real-time one or SCHED_IDLE the user
+/// chose), or where the change is refused (a sandbox): that costs speed, nothing else.
+/// Needs no privilege. Threads the calling thread starts later inherit the policy (and
+/// its niceness), so a handler or sampler that starts a long-lived pool starts it so.
 inline bool schedule_as_batch() noexcept {
 #if defined(__linux__)
-  int policy = 0;
-  sched_param param{};
-  if (::pthread_getschedparam(::pthread_self(), &policy, &param) != 0) return false;
+  if (const char* v = std::getenv(sched_batch_variable); v != nullptr && std::string_view(v) == "0")
+    return false;
+  // sched_getscheduler and sched_setscheduler with pid 0 act on the calling thread on
+  // Linux, and read the kernel's value (pthread_getschedparam may answer from glibc's
+  // cache, which a `chrt -p` behind its back leaves stale).
+  const int policy = ::sched_getscheduler(0);
   if (policy == SCHED_BATCH) return true;
   if (policy != SCHED_OTHER) return false;
-  param.sched_priority = 0;
-  return ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &param) == 0;
+  sched_param param{};
+  return ::sched_setscheduler(0, SCHED_BATCH, &param) == 0;
 #else
   return false;
 #endif

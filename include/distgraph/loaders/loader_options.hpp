@@ -39,7 +39,8 @@ struct LoaderOptions {
   /// The prefetch threads run under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp):
   /// a thread whose reply arrives or whose window opens waits for the consumer's next
   /// scheduling point instead of preempting its training step. The batches are the same
-  /// either way; false leaves the threads as the process is.
+  /// either way. Threads a sampler or storage starts from them inherit it; false leaves
+  /// them under the policy of the thread that began the epoch.
   bool prefetch_sched_batch = false;
   /// With prefetch threads: keep making batches across the end of an epoch, so that the
   /// first batches of epoch e + 1 are made while the consumer still trains on epoch e's

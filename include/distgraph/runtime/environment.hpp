@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distgraph/core/error.hpp"
+#include "distgraph/core/thread_priority.hpp"
 #include "distgraph/transport/tls.hpp"
 
 namespace distgraph {
@@ -34,7 +35,8 @@ struct Environment {
   std::int32_t master_port = 0;
   std::string rank_source = "default";  ///< "RANK", "OMPI", "SLURM" or "default"
   /// DISTGRAPH_SCHED_BATCH (0 or 1, default 1): the threads distgraph starts to serve a
-  /// training step run under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp).
+  /// training step run under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp,
+  /// which reads the variable itself; here it is validated).
   bool sched_batch = true;
 };
 
@@ -89,11 +91,12 @@ inline TlsOptions read_tls_environment() {
   return t;
 }
 
-/// DISTGRAPH_SCHED_BATCH: 0 = the threads that serve a training step (servers' socket and
-/// handler threads, clients' I/O threads, training loaders' prefetch threads) stay under
-/// the process's policy; 1 or unset = SCHED_BATCH. Throws InvalidArgument for another value.
+/// DISTGRAPH_SCHED_BATCH: 0 = every thread distgraph would put under SCHED_BATCH (servers'
+/// socket and handler threads, clients' I/O threads, prefetch threads asked to) keeps the
+/// policy of the thread that started it; 1 or unset = SCHED_BATCH. schedule_as_batch()
+/// honours it in any process; this validates it. Throws InvalidArgument for another value.
 inline bool read_sched_batch_environment() {
-  const auto v = detail::env_text("DISTGRAPH_SCHED_BATCH");
+  const auto v = detail::env_text(sched_batch_variable);
   if (!v) return true;
   if (*v != "0" && *v != "1")
     throw InvalidArgument("environment variable DISTGRAPH_SCHED_BATCH='" + *v +

@@ -108,7 +108,6 @@ void run_server_role(const Environment& e) {
   o.num_trainers = e.num_trainers * o.ip_config.num_machines();
   if (!e.secret_file.empty()) o.secret = read_secret_file(e.secret_file);
   o.tls = e.tls;
-  o.sched_batch = e.sched_batch;
   if (!e.checkpoint_dir.empty()) o.checkpoint_dir = e.checkpoint_dir;
   serve_until_stopped<P>(std::move(o));
 }
@@ -237,7 +236,6 @@ BasicContext<P> make_context(Environment e, const InitOptions& opts) {
   to.call_timeout = opts.call_timeout;
   if (!env.secret_file.empty()) to.secret = read_secret_file(env.secret_file);
   to.tls = env.tls;
-  to.sched_batch = env.sched_batch;
   auto transport =
       std::make_shared<AnyTransport>(AsioTransport(ip.all_servers(env.num_servers), to));
   std::shared_ptr<S> storage;

@@ -381,9 +381,10 @@ inline void place_process(const LaunchOptions& o, const std::string& ws, LaunchP
 
 /// Server `s` of machine `m` (of `machines`), not yet placed: `distgraph serve` with its
 /// flags, or the user's --server-program, which reads the same settings from the
-/// environment (initialize()). `tls_env` is the TLS settings as variables.
+/// environment (initialize()). `job_env`: the TLS settings and DISTGRAPH_SCHED_BATCH as
+/// variables.
 inline LaunchProcess server_process(const LaunchOptions& o, std::int32_t machines, std::int32_t m,
-                                    std::int32_t s, const std::vector<std::string>& tls_env) {
+                                    std::int32_t s, const std::vector<std::string>& job_env) {
   const std::string secret_arg = o.secret_file.string();
   LaunchProcess p;
   p.label = "server " + std::to_string(m) + "." + std::to_string(s);
@@ -398,7 +399,7 @@ inline LaunchProcess server_process(const LaunchOptions& o, std::int32_t machine
              "DISTGRAPH_NUM_SERVERS=" + std::to_string(o.servers),
              "DISTGRAPH_NUM_TRAINERS=" + std::to_string(o.trainers)};
     if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
-    for (auto& v : tls_env) p.env.push_back(v);
+    for (auto& v : job_env) p.env.push_back(v);
     if (!o.checkpoint_dir.empty())
       p.env.push_back("DISTGRAPH_CHECKPOINT_DIR=" + o.checkpoint_dir.string());
     p.argv = {o.server_program};
@@ -413,7 +414,7 @@ inline LaunchProcess server_process(const LaunchOptions& o, std::int32_t machine
             "--servers",         std::to_string(o.servers),
             "--trainers",        std::to_string(o.trainers * machines)};
   if (!secret_arg.empty()) p.argv.insert(p.argv.end(), {"--secret-file", secret_arg});
-  p.env = tls_env;  // `distgraph serve` reads the same variables
+  p.env = job_env;  // `distgraph serve` reads the same variables
   if (!o.checkpoint_dir.empty())
     p.argv.insert(p.argv.end(), {"--checkpoint-dir", o.checkpoint_dir.string()});
   return p;
@@ -423,7 +424,7 @@ inline LaunchProcess server_process(const LaunchOptions& o, std::int32_t machine
 /// job's shape and the process group's meeting point (`master_port`) in its environment.
 inline LaunchProcess trainer_process(const LaunchOptions& o, const IpConfig& ip, std::int32_t m,
                                      std::int32_t t, const std::string& master_port,
-                                     const std::vector<std::string>& tls_env) {
+                                     const std::vector<std::string>& job_env) {
   const std::string secret_arg = o.secret_file.string();
   const std::int32_t machines = ip.num_machines();
   LaunchProcess p;
@@ -441,7 +442,7 @@ inline LaunchProcess trainer_process(const LaunchOptions& o, const IpConfig& ip,
            "MASTER_ADDR=" + ip.machines[0].ip,
            "MASTER_PORT=" + master_port};
   if (!secret_arg.empty()) p.env.push_back("DISTGRAPH_SECRET_FILE=" + secret_arg);
-  for (auto& v : tls_env) p.env.push_back(v);
+  for (auto& v : job_env) p.env.push_back(v);
   if (!o.gloo_interface.empty()) p.env.push_back("GLOO_SOCKET_IFNAME=" + o.gloo_interface);
   p.argv = o.program;
   return p;
@@ -458,7 +459,9 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
   const std::int32_t machines = ip.num_machines();
   const std::string ws = detail::launch_workspace(o);
   const std::string master_port = detail::master_port(o, ip);
-  const std::vector<std::string> tls_env = tls_environment(o.tls);
+  std::vector<std::string> job_env = tls_environment(o.tls);
+  // Every process, remote ones too, follows the launching shell's choice.
+  if (!read_sched_batch_environment()) job_env.push_back(std::string(sched_batch_variable) + "=0");
   if (!o.server_program.empty() && !o.dry_run) detail::check_program(o.server_program);
   std::vector<LaunchProcess> procs;
   const auto place = [&](LaunchProcess p) {
@@ -467,10 +470,10 @@ inline std::vector<LaunchProcess> plan_launch(const LaunchOptions& o) {
   };
   for (std::int32_t m = 0; m < machines; ++m)
     for (std::int32_t s = 0; s < o.servers; ++s)
-      place(detail::server_process(o, machines, m, s, tls_env));
+      place(detail::server_process(o, machines, m, s, job_env));
   for (std::int32_t m = 0; m < machines; ++m)
     for (std::int32_t t = 0; t < o.trainers; ++t)
-      place(detail::trainer_process(o, ip, m, t, master_port, tls_env));
+      place(detail::trainer_process(o, ip, m, t, master_port, job_env));
   return procs;
 }
 

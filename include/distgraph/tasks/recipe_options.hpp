@@ -48,7 +48,8 @@ struct RecipeOptions {
   /// busy work shares the computer.
   int prefetch_nice = 19;
   /// The training loader's LoaderOptions::prefetch_sched_batch: its threads never preempt
-  /// the training step when they wake (evaluation loaders keep the process's policy).
+  /// the training step when they wake (evaluation loaders keep the policy of the thread that
+  /// runs the recipe).
   bool prefetch_sched_batch = true;
   std::int64_t eval_batch_size = 4096;  ///< validation and test: destinations per batch
   /// Validate after every `eval_every`-th epoch and after the last; other epochs log no

@@ -64,7 +64,8 @@ struct AsioServerOptions {
   /// core/thread_priority.hpp): a request that wakes them waits for the running thread's
   /// next scheduling point instead of preempting it, which on a machine whose trainers
   /// share the cores spares their training steps; on an idle core it runs at once.
-  /// false: the threads stay under the process's policy.
+  /// Threads a handler starts inherit it. false: the threads keep the policy of the thread
+  /// that called start().
   bool sched_batch = true;
   /// From accept to a valid hello, in total (nothing the client sends extends it); then
   /// the connection is closed without a reply.

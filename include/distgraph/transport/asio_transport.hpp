@@ -57,7 +57,7 @@ struct AsioTransportOptions {
   /// The I/O thread runs under SCHED_BATCH (schedule_as_batch, core/thread_priority.hpp):
   /// a reply streaming in waits for the running thread's next scheduling point instead of
   /// preempting it (the caller's training step, on a busy machine), and is then read in
-  /// fewer, larger pieces. false: the thread stays under the process's policy.
+  /// fewer, larger pieces. false: it keeps the policy of the thread that made the transport.
   bool sched_batch = true;
 };
 
