@@ -716,7 +716,13 @@ TEST_CASE(
       const auto edges_at = printed.output.find("edges ", at);
       REQUIRE(edges_at != std::string::npos);
       const double printed_balance = std::stod(printed.output.substr(edges_at + 6, 12));
-      CHECK(printed_balance == Approx(edges ? 1.0 : 3.0).margin(edges ? 0.15 : 1.0));
+      // Node-balanced partitions leave the edges uneven (usually 2.9-3.4x; PT-Scotch's
+      // threaded phases vary its partition from run to run although it is seeded: 1.82x
+      // once, 2026-12-06). Edge-balanced ones even them out.
+      if (edges)
+        CHECK(printed_balance == Approx(1.0).margin(0.15));
+      else
+        CHECK(printed_balance > 1.3);
       CHECK((printed.output.find("--balance-edges evens the edges out") != std::string::npos) ==
             (printed_balance > 2));
     }
