@@ -222,7 +222,8 @@ inline void read_task_options(const Args& a, NodeClassificationOptions& o) {
   o.device = parse_device(a.get_or("device", "cpu"));
   o.num_prefetch_threads = static_cast<unsigned>(a.get_int("prefetch-threads", 1, 0, 64));
   o.prefetch_nice = static_cast<int>(a.get_int("prefetch-nice", o.prefetch_nice, 0, 19));
-  o.prefetch_sched_batch = read_sched_batch_environment();
+  // schedule_as_batch itself honours DISTGRAPH_SCHED_BATCH=0; a malformed value fails here.
+  read_sched_batch_environment();
   o.prefetch_depth = a.get_int("prefetch-depth", o.prefetch_depth, 1, 1024);
   if (const auto sp = a.get_or("split", "balanced"); sp == "local")
     o.balance_split = false;
