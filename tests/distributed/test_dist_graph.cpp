@@ -124,6 +124,43 @@ TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and 
   CHECK_THROWS_AS(g.sample_neighbors(std::vector<std::int64_t>{-1}, 2, key), IdOutOfRange);
 }
 
+TEST_CASE(
+    "without edge IDs, distributed sampling gives the same edges, from the co-located "
+    "partition and from the servers, one owner or several",
+    "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  std::vector<std::int64_t> every, first_owner, last_owner;
+  for (std::int64_t v = g.num_nodes() - 1; v >= 0; v -= 3) every.push_back(v);  // descending
+  std::vector<std::int32_t> owner(every.size());
+  g.book().node_partition(every, owner);
+  for (std::size_t i = 0; i < every.size(); ++i) {
+    if (owner[i] == 0) first_owner.push_back(every[i]);
+    if (owner[i] == f.parts - 1) last_owner.push_back(every[i]);
+  }
+  REQUIRE_FALSE(first_owner.empty());
+  REQUIRE_FALSE(last_owner.empty());
+  const SampleKey key{.seed = 6, .epoch = 1, .batch = 4, .layer = 0};
+  for (const auto& seeds : {every, first_owner, last_owner}) {
+    for (const SamplerSpec& sampler :
+         {SamplerSpec{}, sampler_spec<FullNeighborSampler>(), sampler_spec<LaborSampler>()}) {
+      INFO(seeds.size() << " seeds, sampler " << sampler.name);
+      const Frontier all = g.sample_neighbors(seeds, 4, key, sampler);
+      const Frontier bare = g.sample_neighbors(seeds, 4, key, sampler, EdgeIds::omitted);
+      REQUIRE(all.num_edges() > 0);
+      CHECK(bare.src == all.src);
+      CHECK(bare.dst == all.dst);
+      CHECK(bare.eid.empty());
+      CHECK(all.eid.size() == all.src.size());
+    }
+  }
+  CHECK_THROWS_AS(g.sample_neighbors(every, -2, key, {}, EdgeIds::omitted), InvalidArgument);
+  CHECK_THROWS_AS(
+      g.sample_neighbors(std::vector<std::int64_t>{g.num_nodes()}, 2, key, {}, EdgeIds::omitted),
+      IdOutOfRange);
+}
+
 TEST_CASE("labor sampling through the servers picks what it picks on the whole graph", "[dist]") {
   // LABOR's picks depend on the key, the neighbours' global IDs and fanout / degree only,
   // so two partitions served apart pick exactly the edges of the unpartitioned graph

@@ -170,6 +170,45 @@ TEST_CASE("node loader blocks chain from the input nodes to the seeds over real 
   CHECK(checked == loader.num_batches());
 }
 
+TEST_CASE("a node loader asked for no edge IDs makes the same blocks without them", "[dist]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  auto g = cluster.graph();
+  const std::vector<std::int64_t> fanouts{3, 5};
+  LoaderOptions with{.batch_size = 40, .seed = 3};
+  LoaderOptions without = with;
+  without.edge_ids = EdgeIds::omitted;
+  NodeDataLoader a(g, every(3, g.num_nodes()), fanouts, with);
+  NodeDataLoader b(g, every(3, g.num_nodes()), fanouts, without);
+  // A graph type without the EdgeIds argument (the hooked wrapper) keeps them.
+  NodeDataLoader c(HookedGraph{g, [](auto, const auto&) {}}, every(3, g.num_nodes()), fanouts,
+                   without);
+  a.begin_epoch(1);
+  b.begin_epoch(1);
+  c.begin_epoch(1);
+  int compared = 0;
+  while (auto x = a.next()) {
+    auto y = b.next();
+    auto z = c.next();
+    REQUIRE(y);
+    REQUIRE(z);
+    CHECK(y->input_nodes == x->input_nodes);
+    CHECK(y->features == x->features);
+    REQUIRE(y->blocks.size() == x->blocks.size());
+    for (std::size_t l = 0; l < x->blocks.size(); ++l) {
+      CHECK(y->blocks[l].src_nodes == x->blocks[l].src_nodes);
+      CHECK(y->blocks[l].indptr == x->blocks[l].indptr);
+      CHECK(y->blocks[l].indices == x->blocks[l].indices);
+      CHECK(y->blocks[l].eid.empty());
+      CHECK(z->blocks[l].eid == x->blocks[l].eid);
+      CHECK(x->blocks[l].eid.size() == x->blocks[l].indices.size());
+    }
+    ++compared;
+  }
+  CHECK_FALSE(b.next());
+  CHECK(compared == a.num_batches());
+}
+
 TEST_CASE("node loader features and labels are the rows ndata holds", "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
@@ -655,6 +694,12 @@ TEST_CASE("edge loader rejects bad input at construction with typed errors", "[d
       L(g, train, {5}, {}, {.exclude = ExcludeEdges::self_and_reverse, .reverse_eids = bad}),
       IdOutOfRange);
   CHECK_THROWS_AS(L(g, train, {5}, {.feature = "missing"}), NotFound);
+  // Excluding edges needs the sampled edges' IDs.
+  LoaderOptions no_ids;
+  no_ids.edge_ids = EdgeIds::omitted;
+  CHECK_THROWS_WITH(L(g, train, {5}, no_ids, {.exclude = ExcludeEdges::self}),
+                    Catch::Contains("edge_ids omitted while excluding edges"));
+  CHECK_NOTHROW(L(g, train, {5}, no_ids));
 }
 
 }  // namespace test_loaders_data_loaders

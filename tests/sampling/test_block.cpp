@@ -114,9 +114,22 @@ TEST_CASE("to_block keeps destinations without edges and handles an empty fronti
   CHECK(b.eid == std::vector<std::int64_t>{102, 100, 101, 103});
 }
 
+TEST_CASE("a frontier without edge IDs compacts to the same block without them", "[sampling]") {
+  const std::vector<std::int64_t> dst{9, 4, 7};
+  const Frontier f{.src = {4, 12, 12, 9}, .dst = {7, 7, 9, 7}, .eid = {100, 101, 102, 103}};
+  const Block with = to_block(f, dst);
+  const Block without = to_block(Frontier{.src = f.src, .dst = f.dst, .eid = {}}, dst);
+  CHECK(without.src_nodes == with.src_nodes);
+  CHECK(without.indptr == with.indptr);
+  CHECK(without.indices == with.indices);
+  CHECK(with.eid.size() == 4);
+  CHECK(without.eid.empty());
+}
+
 TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling][bad_input]") {
   const std::vector<std::int64_t> dst{1, 2};
-  CHECK_THROWS_AS(to_block(Frontier{.src = {1}, .dst = {2}, .eid = {}}, dst), ShapeError);
+  CHECK_THROWS_AS(to_block(Frontier{.src = {1}, .dst = {2}, .eid = {0, 1}}, dst), ShapeError);
+  CHECK_THROWS_AS(to_block(Frontier{.src = {1, 1}, .dst = {2}, .eid = {}}, dst), ShapeError);
   CHECK_THROWS_WITH(to_block(Frontier{.src = {5}, .dst = {3}, .eid = {0}}, dst),
                     Catch::Contains("goes to node 3"));
   // A stranger after a run of a real destination, and a run of strangers.

@@ -81,6 +81,42 @@ TEMPLATE_TEST_CASE("sample_neighbors_local gives the same frontier for any threa
   CHECK(same(four, again));
 }
 
+TEMPLATE_TEST_CASE("without edge IDs, sampling picks the same edges, as a frontier or per seed",
+                   "[sampling]", UniformSampler, FullNeighborSampler, LaborSampler) {
+  const Graph g = small_rmat(12, 8, 5);
+  const Relabeled r = relabel(g, 23);  // a partition's view: local rows, global IDs
+  const auto seeds = random_nodes(g.num_nodes(), 6000, 4);
+  const SampleKey key{.seed = 5, .epoch = 2, .batch = 7};
+  for (const unsigned threads : {1u, 4u}) {
+    const SampleOptions with{.num_threads = threads, .min_seeds_per_thread = 64};
+    SampleOptions without = with;
+    without.edge_ids = EdgeIds::omitted;
+    const Frontier all = sample_neighbors_local(r.view(), seeds, 5, key, TestType{}, with);
+    const Frontier bare = sample_neighbors_local(r.view(), seeds, 5, key, TestType{}, without);
+    REQUIRE(all.num_edges() > 6000);
+    CHECK(bare.src == all.src);
+    CHECK(bare.dst == all.dst);
+    CHECK(bare.eid.empty());
+    CHECK(all.eid.size() == all.src.size());
+
+    const SeedSources per_seed = sample_sources_local(r.view(), seeds, 5, key, TestType{}, with);
+    CHECK(per_seed.src == all.src);
+    REQUIRE(per_seed.counts.size() == seeds.size());
+    // Seed i's count covers exactly its run of destinations in the frontier.
+    std::size_t at = 0;
+    bool runs_match = true;
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+      for (std::int64_t j = 0; j < per_seed.counts[i]; ++j, ++at)
+        runs_match = runs_match && at < all.dst.size() &&
+                     all.dst[at] == r.nid[static_cast<std::size_t>(seeds[i])];
+    CHECK(runs_match);
+    CHECK(at == all.dst.size());
+  }
+  const std::vector<std::int64_t> bad{0, g.num_nodes()};
+  CHECK_THROWS_AS(sample_sources_local(r.view(), bad, 5, key, TestType{}), IdOutOfRange);
+  CHECK_THROWS_AS(sample_sources_local(r.view(), seeds, -3, key, TestType{}), InvalidArgument);
+}
+
 TEST_CASE("weighted sampling gives the same frontier for any thread count", "[sampling]") {
   const Graph g = small_rmat(12, 8, 5);
   const auto seeds = random_nodes(g.num_nodes(), 20000, 9);

@@ -1,4 +1,5 @@
 // KVServer requests held to docs/WIRE.md: exact bodies, known codes, finite parameters, names.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -251,8 +252,8 @@ TEST_CASE("quick_request lets only small row reads, writes and degree look-ups r
   for (const MsgType t :
        {MsgType::barrier, MsgType::shutdown, MsgType::create_tensor, MsgType::delete_tensor,
         MsgType::init_rows, MsgType::sparse_step, MsgType::save_tensors, MsgType::load_tensors,
-        MsgType::remove_checkpoint, MsgType::sample_neighbors, MsgType::find_edges,
-        MsgType::orig_ids, MsgType::hello, static_cast<MsgType>(999)})
+        MsgType::remove_checkpoint, MsgType::sample_neighbors, MsgType::sample_sources,
+        MsgType::find_edges, MsgType::orig_ids, MsgType::hello, static_cast<MsgType>(999)})
     CHECK_FALSE(quick_request(t, 8));
 }
 
@@ -272,6 +273,8 @@ TEST_CASE(
       {MsgType::find_edges, FindEdgesRequest{wraps}.encode()},
       {MsgType::orig_ids, OrigIdsRequest{RowKind::node, wraps}.encode()},
       {MsgType::sample_neighbors,
+       SampleRequest{.fanout = 5, .sampler = {"uniform", {}}, .count = wraps}.encode()},
+      {MsgType::sample_sources,
        SampleRequest{.fanout = 5, .sampler = {"uniform", {}}, .count = wraps}.encode()},
   };
   for (const auto& [type, head] : requests) {
@@ -319,11 +322,11 @@ TEST_CASE(
     }
   REQUIRE(seed >= 0);
   const std::int64_t seeds[1] = {seed};
-  const auto sample = [&](std::int64_t fanout) {
-    return s.handle(MsgType::sample_neighbors,
-                    SampleRequest{.fanout = fanout, .sampler = {"uniform_replace", {}}, .count = 1}
-                        .encode(),
-                    {std::as_bytes(std::span(seeds))});
+  const auto sample = [&](std::int64_t fanout, MsgType type = MsgType::sample_neighbors) {
+    return s.handle(
+        type,
+        SampleRequest{.fanout = fanout, .sampler = {"uniform_replace", {}}, .count = 1}.encode(),
+        {std::as_bytes(std::span(seeds))});
   };
   const Reply huge = sample(std::int64_t{1} << 24);
   CHECK(huge.status == Status::frame_too_large);
@@ -332,6 +335,68 @@ TEST_CASE(
   const Reply small = sample(1000);
   REQUIRE(small.status == Status::ok);
   CHECK(small.body.parts.at(0).size() == 1000u * 8u);
+  // Without destinations and edge IDs a pick is 8 bytes (and the seed's count 8 more):
+  // 2^25 picks pass the limit by the count's 8 bytes.
+  const auto sources = [&](std::int64_t fanout) { return sample(fanout, MsgType::sample_sources); };
+  const Reply too_many = sources(std::int64_t{1} << 25);
+  CHECK(too_many.status == Status::frame_too_large);
+  CHECK_THAT(too_many.text(), Catch::Contains("sample_sources of 1 seeds") &&
+                                  Catch::Contains("at most 33554432 picks") &&
+                                  Catch::Contains("frame of 268435464 bytes"));
+  const Reply few = sources(1000);
+  REQUIRE(few.status == Status::ok);
+  REQUIRE(few.body.parts.size() == 2);
+  CHECK(few.body.parts[0].size() == 8u);
+  CHECK(few.body.parts[1].size() == 1000u * 8u);
+}
+
+TEST_CASE(
+    "sample_sources answers sample_neighbors' picks as a count per seed and each pick's "
+    "source, for any sampler the server holds",
+    "[server][sampling]") {
+  Served s;
+  std::vector<std::int64_t> seeds = s.owned;
+  std::reverse(seeds.begin(), seeds.end());  // request order, not the partition's
+  for (const std::string sampler : {"uniform", "uniform_replace", "full", "labor"}) {
+    INFO(sampler);
+    const auto ask = [&](MsgType type) {
+      return s.handle(type,
+                      SampleRequest{.key = {.seed = 8, .epoch = 1},
+                                    .fanout = 3,
+                                    .sampler = {sampler, {}},
+                                    .count = static_cast<std::int64_t>(seeds.size())}
+                          .encode(),
+                      {std::as_bytes(std::span(seeds))});
+    };
+    const Reply full = ask(MsgType::sample_neighbors);
+    const Reply bare = ask(MsgType::sample_sources);
+    REQUIRE(full.status == Status::ok);
+    REQUIRE(bare.status == Status::ok);
+    REQUIRE(full.body.parts.size() == 3);
+    REQUIRE(bare.body.parts.size() == 2);
+    const auto as_ids = [](std::span<const std::byte> p) {
+      const auto* v = reinterpret_cast<const std::int64_t*>(p.data());
+      return std::vector<std::int64_t>(v, v + p.size() / 8);
+    };
+    const auto src = as_ids(full.body.parts[0]), dst = as_ids(full.body.parts[1]);
+    const auto counts = as_ids(bare.body.parts[0]);
+    CHECK(as_ids(bare.body.parts[1]) == src);
+    REQUIRE(counts.size() == seeds.size());
+    std::vector<std::int64_t> expanded;
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+      expanded.insert(expanded.end(), static_cast<std::size_t>(counts[i]), seeds[i]);
+    CHECK(expanded == dst);
+    CHECK(src.size() > seeds.size());
+  }
+  // A seed another partition owns is out_of_range, as for sample_neighbors.
+  const auto& book = *s.server->partition().book.get_if<RangePartitionBook>();
+  const auto foreign = book.owned_nodes(PartId{1});
+  const std::int64_t theirs[1] = {foreign[0]};
+  const Reply r =
+      s.handle(MsgType::sample_sources,
+               SampleRequest{.fanout = 3, .sampler = {"uniform", {}}, .count = 1}.encode(),
+               {std::as_bytes(std::span(theirs))});
+  CHECK(r.status == Status::out_of_range);
 }
 
 TEST_CASE(
@@ -343,8 +408,7 @@ TEST_CASE(
   const auto edges = book.owned_edges(PartId{0});
   REQUIRE(edges.size() > 10);
   const std::string stored = edge_data_name("p");
-  REQUIRE(s.create({stored, DType::float32, RowKind::edge,
-                    s.server->kv().book().num_edges(), 1})
+  REQUIRE(s.create({stored, DType::float32, RowKind::edge, s.server->kv().book().num_edges(), 1})
               .status == Status::ok);
   // Probability 1 on the edges whose global ID has parity `parity`, 0 on the others.
   const auto push_parity = [&](std::int64_t parity) {

@@ -282,7 +282,7 @@ class BasicDistGraph {
   EdgeEnds find_edges(std::span<const std::int64_t> edges) const {
     const auto answers = client_->ask_owners(
         RowKind::edge, edges, MsgType::find_edges, "find_edges",
-        [](std::int64_t n) { return FindEdgesRequest{n}.encode(); }, 2, true);
+        [](std::int64_t n) { return FindEdgesRequest{n}.encode(); }, 2, 2);
     EdgeEnds out{std::vector<std::int64_t>(edges.size()), std::vector<std::int64_t>(edges.size())};
     for (const auto& a : answers)
       for (std::size_t i = 0; i < a.positions.size(); ++i) {
@@ -311,29 +311,27 @@ class BasicDistGraph {
   /// Throws InvalidArgument for a sampler outside P's sampler set or fanout < -1,
   /// IdOutOfRange for a seed outside the graph, RemoteError when a server lacks the sampler
   /// or rejects its parameters; a server that died surfaces as PeerLost, one that hangs as
-  /// TimeoutError at the client's deadline.
+  /// TimeoutError at the client's deadline. With EdgeIds::omitted the same edges come
+  /// without edge IDs (`eid` empty): owners then answer with each seed's pick count and
+  /// the picks' sources (MsgType::sample_sources, a third of the bytes), and the
+  /// destinations are filled in here from the seeds.
   Frontier sample_neighbors(std::span<const std::int64_t> seeds, std::int64_t fanout,
-                            const SampleKey& key, const SamplerSpec& sampler = {}) const {
+                            const SampleKey& key, const SamplerSpec& sampler = {},
+                            EdgeIds edge_ids = EdgeIds::included) const {
     check_fanout(fanout);
     if (!sampler_set::contains(sampler.name))
       throw InvalidArgument("sample_neighbors: sampler '" + sampler.name +
                             "' is not in this graph's sampler set " + sampler_set::describe());
-    // This machine's own seeds are sampled here while the other owners' requests fly.
-    typename client_type::AnswerHere here;
-    if (site_ != nullptr)
-      here = [&](std::vector<std::int64_t> ids) {
-        trace::Span span("sample local", "sample");
-        span.arg("seeds", static_cast<std::int64_t>(ids.size()));
-        Frontier f = sample_local(ids, fanout, key, sampler);
-        return std::vector<std::vector<std::int64_t>>{std::move(f.src), std::move(f.dst),
-                                                      std::move(f.eid)};
-      };
-    auto answers = client_->ask_owners(
-        RowKind::node, seeds, MsgType::sample_neighbors, "sample_neighbors",
-        [&](std::int64_t n) {
-          return SampleRequest{key, fanout, sampler, n}.encode();
+    if (edge_ids == EdgeIds::omitted) return sample_sources(seeds, fanout, key, sampler);
+    auto answers = ask_samplers(
+        seeds, fanout, key, sampler, MsgType::sample_neighbors, 3, 0,
+        [&](const LocalGraphView& view, const auto& local, const auto& s) {
+          return sample_neighbors_local(view, local, fanout, key, s, here_options());
         },
-        3, false, here);
+        [](Frontier f) {
+          return std::vector<std::vector<std::int64_t>>{std::move(f.src), std::move(f.dst),
+                                                        std::move(f.eid)};
+        });
     // One owner's answer is the frontier as it stands; several are laid end to end, each
     // array sized once.
     if (answers.size() == 1)
@@ -377,22 +375,91 @@ class BasicDistGraph {
   template <class HeadFn>
   std::vector<std::int64_t> per_id_query(RowKind kind, std::span<const std::int64_t> ids,
                                          MsgType type, const char* what, HeadFn&& head) const {
-    const auto answers = client_->ask_owners(kind, ids, type, what, head, 1, true);
+    const auto answers = client_->ask_owners(kind, ids, type, what, head, 1, 1);
     std::vector<std::int64_t> out(ids.size());
     for (const auto& a : answers)
       for (std::size_t i = 0; i < a.positions.size(); ++i) out[a.positions[i]] = a.values[0][i];
     return out;
   }
 
-  Frontier sample_local(const std::vector<std::int64_t>& seeds, std::int64_t fanout,
-                        const SampleKey& key, const SamplerSpec& spec) const {
-    std::vector<std::int64_t> local(seeds.size());
-    client_->to_local(RowKind::node, seeds, local);
+  /// sample_neighbors without edge IDs: each owner's answer is its seeds' pick counts
+  /// and the picks' sources; the destinations are `seeds` repeated by those counts.
+  Frontier sample_sources(std::span<const std::int64_t> seeds, std::int64_t fanout,
+                          const SampleKey& key, const SamplerSpec& sampler) const {
+    auto answers = ask_samplers(
+        seeds, fanout, key, sampler, MsgType::sample_sources, 2, 1,
+        [&](const LocalGraphView& view, const auto& local, const auto& s) {
+          return sample_sources_local(view, local, fanout, key, s, here_options());
+        },
+        [](SeedSources s) {
+          return std::vector<std::vector<std::int64_t>>{std::move(s.counts), std::move(s.src)};
+        });
+    // Every count is checked against its answer's sources before any destination is
+    // written: a reply whose counts disagree is refused, not read past.
+    std::size_t total = 0;
+    for (const auto& a : answers) {
+      const auto& counts = a.values[0];
+      const std::size_t sources = a.values[1].size();
+      std::size_t sum = 0;
+      for (const std::int64_t c : counts) {
+        if (c < 0 || static_cast<std::size_t>(c) > sources - sum)
+          throw ProtocolError("sample_sources: partition " + std::to_string(a.part) +
+                              " answered a count of " + std::to_string(c) + " with " +
+                              std::to_string(sources - sum) + " sources left");
+        sum += static_cast<std::size_t>(c);
+      }
+      if (sum != sources)
+        throw ProtocolError("sample_sources: partition " + std::to_string(a.part) +
+                            " answered counts summing to " + std::to_string(sum) + " with " +
+                            std::to_string(sources) + " sources");
+      total += sources;
+    }
+    Frontier out;
+    if (answers.size() == 1) {
+      out.src = std::move(answers[0].values[1]);
+    } else {
+      out.src.reserve(total);
+      for (const auto& a : answers)
+        out.src.insert(out.src.end(), a.values[1].begin(), a.values[1].end());
+    }
+    out.dst.resize(total);
+    std::int64_t* dst = out.dst.data();
+    for (const auto& a : answers)
+      for (std::size_t i = 0; i < a.positions.size(); ++i)
+        dst = std::fill_n(dst, a.values[0][i], seeds[a.positions[i]]);
+    return out;
+  }
+
+  /// Sends each owner of `seeds` request `type` (a SampleRequest) and, while those fly,
+  /// answers this machine's own seeds here: `sample(view, local_seeds, sampler)` on its
+  /// partition with the sampler `spec` names, laid out as the reply's parts by
+  /// `parts(result)`. The owners' answers as KVClient::ask_owners returns them.
+  template <class SampleFn, class PartsFn>
+  auto ask_samplers(std::span<const std::int64_t> seeds, std::int64_t fanout, const SampleKey& key,
+                    const SamplerSpec& spec, MsgType type, std::size_t num_parts,
+                    std::size_t per_id_parts, SampleFn&& sample, PartsFn&& parts) const {
+    typename client_type::AnswerHere here;
+    if (site_ != nullptr)
+      here = [&](std::vector<std::int64_t> ids) {
+        trace::Span span("sample local", "sample");
+        span.arg("seeds", static_cast<std::int64_t>(ids.size()));
+        std::vector<std::int64_t> local(ids.size());
+        client_->to_local(RowKind::node, ids, local);
+        return parts(sampler_set::visit(spec, *site_, [&](const auto& sampler) {
+          return sample(site_->view(), std::as_const(local), sampler);
+        }));
+      };
+    return client_->ask_owners(
+        RowKind::node, seeds, type, msg_type_name(type),
+        [&](std::int64_t n) {
+          return SampleRequest{key, fanout, spec, n}.encode();
+        },
+        num_parts, per_id_parts, here);
+  }
+  static SampleOptions here_options() {
     SampleOptions opts;
     opts.num_threads = 1;  // loaders parallelise over batches
-    return sampler_set::visit(spec, *site_, [&](const auto& sampler) {
-      return sample_neighbors_local(site_->view(), local, fanout, key, sampler, opts);
-    });
+    return opts;
   }
 
   std::shared_ptr<client_type> client_;

@@ -371,8 +371,9 @@ class KVClient {
       std::function<std::vector<std::vector<std::int64_t>>(std::vector<std::int64_t>)>;
 
   /// Asks the owners of `ids` in parallel: request `type` with head `head(count)` and that
-  /// owner's IDs as its rows. Every reply must hold `num_parts` int64 parts, each of one
-  /// value per ID when `per_id`, else all of one length. Owners come back in ascending
+  /// owner's IDs as its rows. Every reply must hold `num_parts` int64 parts: the first
+  /// `per_id_parts` of one value per ID, the others all of one length (their own, any).
+  /// Owners come back in ascending
   /// partition order. With `here`, this machine's co-located partition is answered by it
   /// (while the requests are in flight) instead of its server. Throws IdOutOfRange before
   /// sending, RemoteError, TimeoutError or PeerLost as pull does, and ProtocolError naming
@@ -380,7 +381,7 @@ class KVClient {
   template <class HeadFn>
   std::vector<OwnerAnswer> ask_owners(RowKind kind, std::span<const std::int64_t> ids, MsgType type,
                                       const std::string& what, HeadFn&& head, std::size_t num_parts,
-                                      bool per_id, const AnswerHere& here = {}) {
+                                      std::size_t per_id_parts, const AnswerHere& here = {}) {
     const Groups g = group(kind, ids);
     const std::uint64_t sent_ns = trace::enabled() ? trace::now_ns() : 0;
     auto calls = send_groups(g, ids, type, head, static_cast<bool>(here));
@@ -394,7 +395,7 @@ class KVClient {
     collect(
         calls, g, what,
         [&](std::size_t k, const Reply& r) {
-          out[k].values = int64_parts(r, num_parts, per_id ? g.count(k) : SIZE_MAX, what);
+          out[k].values = int64_parts(r, num_parts, per_id_parts, g.count(k), what);
         },
         sent_ns);
     return out;
@@ -417,7 +418,7 @@ class KVClient {
     }
     std::vector<std::vector<std::int64_t>> out(calls.size());
     collect(calls, g, what, [&](std::size_t k, const Reply& r) {
-      out[k] = std::move(int64_parts(r, 1, ids.size(), what)[0]);
+      out[k] = std::move(int64_parts(r, 1, 1, ids.size(), what)[0]);
     });
     return out;
   }
@@ -663,17 +664,19 @@ class KVClient {
 
   Deadline deadline() const { return deadline_in(options_.timeout); }
 
-  /// A reply's `num_parts` parts as int64 arrays, each of `count` values (SIZE_MAX: of
-  /// one common length); ProtocolError naming `what` otherwise.
+  /// A reply's `num_parts` parts as int64 arrays: the first `per_id_parts` of `count`
+  /// values each, the rest of one common length; ProtocolError naming `what` otherwise.
   static std::vector<std::vector<std::int64_t>> int64_parts(const Reply& r, std::size_t num_parts,
+                                                            std::size_t per_id_parts,
                                                             std::size_t count,
                                                             const std::string& what) {
     if (r.body.parts.size() != num_parts)
       throw ProtocolError(what + ": reply without " + std::to_string(num_parts) +
                           (num_parts == 1 ? " part" : " parts"));
-    const std::size_t n = count != SIZE_MAX ? count : r.body.parts[0].size() / 8;
+    const std::size_t common = per_id_parts < num_parts ? r.body.parts[per_id_parts].size() / 8 : 0;
     std::vector<std::vector<std::int64_t>> v(num_parts);
     for (std::size_t i = 0; i < num_parts; ++i) {
+      const std::size_t n = i < per_id_parts ? count : common;
       const auto values =
           part_as<std::int64_t>(r.body.parts[i], static_cast<std::int64_t>(n), what.c_str());
       v[i].assign(values.begin(), values.end());

@@ -170,6 +170,10 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
                             "expected them only to exclude reverse edges");
     for (const std::int64_t r : edge_options.reverse_eids)
       if (r < -1 || r >= m) throw IdOutOfRange(who + " reverse_eids entry", r, -1, m);
+    if (edge_options.exclude != ExcludeEdges::none && options.edge_ids == EdgeIds::omitted)
+      throw InvalidArgument(who +
+                            ": edge_ids omitted while excluding edges; expected "
+                            "EdgeIds::included (sampled edges are excluded by their IDs)");
     std::string neg_ntype;
     std::int64_t neg_count = 0;
     if (!edge_options.edge_type.empty()) {
@@ -277,8 +281,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
     MiniBatch mb = sample_blocks(
         out.output_nodes, s.fanouts,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
-          Frontier f = s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
-                                                layer_sampler(s.options, layer));
+          Frontier f = sample_layer(s.graph, layer_seeds, fanout, key.at_layer(layer),
+                                    layer_sampler(s.options, layer), s.options.edge_ids);
           if (exclude) drop_edges(f, excluded);
           return f;
         });

@@ -11,6 +11,7 @@
 #include "distgraph/core/error.hpp"
 #include "distgraph/core/thread_priority.hpp"
 #include "distgraph/distributed/remote_traffic.hpp"
+#include "distgraph/sampling/frontier.hpp"
 #include "distgraph/sampling/rng.hpp"
 #include "distgraph/server/protocol.hpp"
 
@@ -55,6 +56,12 @@ struct LoaderOptions {
   std::string feature =
       "feat";  ///< float32/float16/bfloat16 node data of the input nodes, as float32; "" = none
   std::string label = "label";  ///< int64 node data of the output nodes; "" = none
+  /// EdgeIds::omitted: the blocks come without edge IDs (Block::eid empty), for models
+  /// that never read them. Sampling then skips a random read per sampled edge, and a
+  /// BasicDistGraph's servers send 8 bytes per remote edge instead of 24. A graph type
+  /// whose sample_neighbors takes no EdgeIds argument gets them anyway. An EdgeDataLoader
+  /// that excludes edges needs them (InvalidArgument).
+  EdgeIds edge_ids = EdgeIds::included;
   /// The neighbour sampler of every layer. Last on purpose: GCC 12 at -O3 warns
   /// (-Wmaybe-uninitialized, a false positive) about its string when a member initialised
   /// after it may throw.
@@ -63,6 +70,17 @@ struct LoaderOptions {
   /// PerRelationSampler::spec with each layer's per-relation fanouts.
   std::vector<SamplerSpec> layer_samplers{};
 };
+
+/// `graph.sample_neighbors(seeds, fanout, key, sampler)`, without edge IDs where `edge_ids`
+/// asks and the graph type can leave them out (a fifth, EdgeIds argument).
+template <class Graph>
+Frontier sample_layer(const Graph& graph, std::span<const std::int64_t> seeds, std::int64_t fanout,
+                      const SampleKey& key, const SamplerSpec& sampler, EdgeIds edge_ids) {
+  if constexpr (requires { graph.sample_neighbors(seeds, fanout, key, sampler, edge_ids); })
+    return graph.sample_neighbors(seeds, fanout, key, sampler, edge_ids);
+  else
+    return graph.sample_neighbors(seeds, fanout, key, sampler);
+}
 
 /// The sampler of layer `layer` (input layer first) under `o`.
 inline const SamplerSpec& layer_sampler(const LoaderOptions& o, std::int32_t layer) {

@@ -158,8 +158,8 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
     return sample_blocks(
         seeds, s.fanouts,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
-          return s.graph.sample_neighbors(layer_seeds, fanout, key.at_layer(layer),
-                                          layer_sampler(s.options, layer));
+          return sample_layer(s.graph, layer_seeds, fanout, key.at_layer(layer),
+                              layer_sampler(s.options, layer), s.options.edge_ids);
         });
   }
 

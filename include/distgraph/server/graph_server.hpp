@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -67,6 +68,8 @@ class BasicGraphServer {
           return on_orig_ids(req);
         case MsgType::sample_neighbors:
           return on_sample(req);
+        case MsgType::sample_sources:
+          return on_sample_sources(req);
         default:
           return kv_.handle(req);
       }
@@ -185,27 +188,51 @@ class BasicGraphServer {
     return part_as<std::int64_t>(req.body.parts[0], count, subject);
   }
 
+  /// The owned seeds of a sample request (sample_neighbors or sample_sources), checked
+  /// against the reply limit for `pick_bytes` a pick and `seed_bytes` a seed.
+  std::vector<std::int64_t> sample_seeds(const Request& req, const SampleRequest& q,
+                                         std::uint64_t pick_bytes, std::uint64_t seed_bytes) {
+    const char* what = req.type == MsgType::sample_sources ? "sample_sources" : "sample_neighbors";
+    const auto seeds = id_part(req, q.count, what);
+    check_fanout(q.fanout, std::string(what) + ": fanout");
+    auto local = owned_nodes(seeds);
+    check_sample_size(what, local, q.fanout, pick_bytes, seed_bytes);
+    return local;
+  }
+
   Reply on_sample(const Request& req) {
     const auto q = SampleRequest::decode(req.body.head);
-    const auto seeds = id_part(req, q.count, "sample_neighbors");
-    check_fanout(q.fanout, "sample_neighbors: fanout");
-    const auto local = owned_nodes(seeds);
-    check_sample_size(local, q.fanout);
+    const auto local = sample_seeds(req, q, 3 * sizeof(std::int64_t), 0);
     Frontier f = sample_owned(local, q.fanout, q.key, q.sampler);
     return ids_reply({std::move(f.src), std::move(f.dst), std::move(f.eid)});
   }
 
+  /// Part 0: the picks of each seed, in request order; part 1: each pick's source.
+  Reply on_sample_sources(const Request& req) {
+    const auto q = SampleRequest::decode(req.body.head);
+    const auto local = sample_seeds(req, q, sizeof(std::int64_t), sizeof(std::int64_t));
+    SampleOptions opts;
+    opts.num_threads = 1;  // the server runs many requests at once
+    SeedSources s = sampler_set::visit(q.sampler, site_, [&](const auto& sampler) {
+      return sample_sources_local(site_.view(), local, q.fanout, q.key, sampler, opts);
+    });
+    return ids_reply({std::move(s.counts), std::move(s.src)});
+  }
+
   /// Refuses (frame_too_large) a sample whose reply could pass the reply limit, before any
   /// sampling: every sampler picks at most `fanout` edges per seed (all of them for -1, none
-  /// for a seed without in-edges), and each pick is 24 bytes (source, destination, edge ID).
-  void check_sample_size(const std::vector<std::int64_t>& local, std::int64_t fanout) const {
-    constexpr std::uint64_t pick_bytes = 3 * sizeof(std::int64_t);
+  /// for a seed without in-edges); each pick costs `pick_bytes` (24 for sample_neighbors:
+  /// source, destination, edge ID; 8 for sample_sources) and each seed `seed_bytes`.
+  void check_sample_size(const char* what, const std::vector<std::int64_t>& local,
+                         std::int64_t fanout, std::uint64_t pick_bytes,
+                         std::uint64_t seed_bytes) const {
     // The usual request (a fanout of tens) fits without looking at a single degree.
     const std::uint64_t limit = kv_.max_reply_bytes();
+    const auto n = static_cast<std::uint64_t>(local.size());
     if (std::uint64_t all = 0;
         fanout >= 0 && static_cast<std::uint64_t>(fanout) <= limit &&
-        !__builtin_mul_overflow(static_cast<std::uint64_t>(local.size()),
-                                static_cast<std::uint64_t>(fanout) * pick_bytes, &all) &&
+        !__builtin_mul_overflow(n, static_cast<std::uint64_t>(fanout) * pick_bytes + seed_bytes,
+                                &all) &&
         all <= limit)
       return;
     std::uint64_t picks = 0;
@@ -213,10 +240,13 @@ class BasicGraphServer {
       const auto degree = static_cast<std::uint64_t>(part_->graph.degree(v));
       picks += degree == 0 ? 0 : fanout < 0 ? degree : static_cast<std::uint64_t>(fanout);
     }
-    kv_.check_reply_size("sample_neighbors of " + std::to_string(local.size()) + " seeds, fanout " +
-                             std::to_string(fanout) + " (at most " + std::to_string(picks) +
-                             " picks)",
-                         picks, pick_bytes);
+    std::uint64_t bytes = 0;
+    const bool overflows = __builtin_mul_overflow(picks, pick_bytes, &bytes) ||
+                           __builtin_add_overflow(bytes, n * seed_bytes, &bytes);
+    kv_.check_reply_size(std::string(what) + " of " + std::to_string(local.size()) +
+                             " seeds, fanout " + std::to_string(fanout) + " (at most " +
+                             std::to_string(picks) + " picks)",
+                         overflows ? std::numeric_limits<std::uint64_t>::max() : bytes, 1);
   }
 
   Reply on_degrees(const Request& req) {

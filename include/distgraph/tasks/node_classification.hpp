@@ -510,6 +510,8 @@ NodeClassificationResult train_node_classification(const Graph& g,
   LoaderOptions train_lo =
       training_loader_options(o, rank, emb_dim > 0 ? std::string() : o.feature, o.label);
   train_lo.sampler = SamplerSpec{o.sampler, {}};
+  // None of the recipe's models (GraphSAGE, GCN, GAT) reads a block's edge IDs.
+  train_lo.edge_ids = EdgeIds::omitted;
   NodeDataLoader<Graph> train_loader(g, seeds.mine, o.fanouts, train_lo);
   if (!train_lo.feature.empty() && o.cache_mb > 0) {
     const RowCacheStats cache = detail::cache_input_rows(g, train_loader, o);

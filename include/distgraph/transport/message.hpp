@@ -29,13 +29,16 @@ enum class MsgType : std::uint16_t {
   push_add = 22,
   sparse_step = 23,
   init_rows = 24,
-  save_tensors = 25,    ///< a server saves its own rows of named tensors under a tag
-  load_tensors = 26,    ///< ... and loads them back
+  save_tensors = 25,  ///< a server saves its own rows of named tensors under a tag
+  load_tensors = 26,  ///< ... and loads them back
   remove_checkpoint = 27,
   sample_neighbors = 30,
   degrees = 31,
   find_edges = 32,
   orig_ids = 33,  ///< input (pre-relabeling) IDs of owned nodes or edges
+  /// sample_neighbors answered as a count per seed and each pick's source: no
+  /// destinations, no edge IDs (8 bytes a pick instead of 24)
+  sample_sources = 34,
   barrier = 40,
   shutdown = 41,
 };
@@ -77,6 +80,8 @@ inline std::string msg_type_name(MsgType t) {
       return "degrees";
     case MsgType::find_edges:
       return "find_edges";
+    case MsgType::sample_sources:
+      return "sample_sources";
     case MsgType::orig_ids:
       return "orig_ids";
     case MsgType::barrier:
