@@ -125,8 +125,8 @@ TEST_CASE("distributed sample_neighbors picks real in-edges, fanout-bounded and 
 }
 
 TEST_CASE(
-    "without edge IDs, distributed sampling gives the same edges, from the co-located "
-    "partition and from the servers, one owner or several",
+    "without edge IDs, distributed sampling gives the same edges from the servers, one owner "
+    "or several",
     "[dist]") {
   Fixture f;
   StandaloneCluster<> cluster(f.config);
@@ -159,6 +159,70 @@ TEST_CASE(
   CHECK_THROWS_AS(
       g.sample_neighbors(std::vector<std::int64_t>{g.num_nodes()}, 2, key, {}, EdgeIds::omitted),
       IdOutOfRange);
+}
+
+TEST_CASE(
+    "a trainer co-located with a partition samples its own seeds without edge IDs itself, the "
+    "same edges, and refuses a server's counts that disagree with its sources",
+    "[dist][bad_input]") {
+  Fixture f;
+  StandaloneCluster<> cluster(f.config);
+  using Graph = decltype(cluster.graph());
+  using Client = typename Graph::client_type;
+  // Partition 1's handler counts its sample_sources requests, and may tamper with the
+  // first count of its answer.
+  std::int64_t asked[3] = {0, 0, 0};
+  std::int64_t tamper = 0;
+  std::vector<Handler> handlers = cluster.handlers();
+  for (std::size_t p = 0; p < handlers.size(); ++p)
+    handlers[p] = [&, p, inner = handlers[p]](const Request& req) {
+      Reply r = inner(req);
+      if (req.type != MsgType::sample_sources) return r;
+      ++asked[p];
+      if (tamper == 0 || r.status != Status::ok || r.body.parts.at(0).empty()) return r;
+      auto arrays = std::make_shared<std::vector<std::vector<std::int64_t>>>();
+      for (const auto part : r.body.parts) {
+        const auto* v = reinterpret_cast<const std::int64_t*>(part.data());
+        arrays->emplace_back(v, v + part.size() / 8);
+      }
+      (*arrays)[0][0] += tamper;
+      Reply out;
+      for (const auto& a : *arrays) out.body.parts.push_back(std::as_bytes(std::span(a)));
+      out.body.keep_alive = arrays;
+      return out;
+    };
+  const auto remote_only = cluster.client<RangePartitionBook>();
+  ClusterLayout layout = remote_only->layout();
+  layout.machine_id = 0;
+  // Machine 0's storage, as a co-located trainer shares it (the cluster outlives it).
+  const std::shared_ptr<InMemoryStorage> storage0(std::shared_ptr<void>{},
+                                                  &cluster.server(0).kv().storage());
+  const Graph here(std::make_shared<Client>(std::make_shared<InProcessTransport>(handlers),
+                                            remote_only->book(), layout, storage0),
+                   std::make_shared<const Partition>(load_partition(f.config, 0)));
+  const Graph served = cluster.graph();
+  std::vector<std::int64_t> seeds;
+  for (std::int64_t v = here.num_nodes() - 1; v >= 0; v -= 3) seeds.push_back(v);
+  const SampleKey key{.seed = 2, .epoch = 5, .batch = 1};
+  for (const SamplerSpec& sampler : {SamplerSpec{}, sampler_spec<LaborSampler>()}) {
+    INFO(sampler.name);
+    const Frontier want = served.sample_neighbors(seeds, 4, key, sampler);
+    const Frontier got = here.sample_neighbors(seeds, 4, key, sampler, EdgeIds::omitted);
+    CHECK(got.src == want.src);
+    CHECK(got.dst == want.dst);
+    CHECK(got.eid.empty());
+  }
+  CHECK(asked[0] == 0);  // machine 0's seeds never left the trainer
+  CHECK(asked[1] == 2);
+  CHECK(asked[2] == 2);
+  tamper = 1;  // counts summing past the sources
+  CHECK_THROWS_WITH(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted),
+                    Catch::Contains("sample_sources: partition 1"));
+  tamper = -1000;  // a negative count
+  CHECK_THROWS_WITH(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted),
+                    Catch::Contains("answered a count of -"));
+  tamper = 0;
+  CHECK(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted).num_edges() > 0);
 }
 
 TEST_CASE("labor sampling through the servers picks what it picks on the whole graph", "[dist]") {

@@ -194,7 +194,8 @@ TEST_CASE(
     // Requests to the other machine's server, in flight (partition 1 for trainer 0 and 0
     // for trainer 1).
     const std::string other = " -> partition " + std::string(t == "trainer 0.0" ? "1" : "0");
-    CHECK(n.count("sample_neighbors" + other) == 1);
+    // The recipe's loaders and its layer-wise evaluation ask for no edge IDs.
+    CHECK(n.count("sample_sources" + other) == 1);
     CHECK(std::any_of(n.begin(), n.end(), [&](const std::string& x) {
       return x.rfind("pull '", 0) == 0 && x.find("feat'" + other) != std::string::npos;
     }));
@@ -202,7 +203,7 @@ TEST_CASE(
   for (const std::string s : {"server 0.0", "server 1.0"}) {
     INFO(s);
     REQUIRE(by_process.count(s) == 1);
-    CHECK(by_process.at(s).count("sample_neighbors") == 1);
+    CHECK(by_process.at(s).count("sample_sources") == 1);
     CHECK(by_process.at(s).count("pull") == 1);
   }
 

@@ -332,6 +332,16 @@ TEST_CASE(
   CHECK(huge.status == Status::frame_too_large);
   CHECK_THAT(huge.text(), Catch::Contains("at most 16777216 picks") &&
                               Catch::Contains("frame of 402653184 bytes"));
+  // Four listings of the seed at fanout 2^62 are 2^64 picks: a sum that wraps to 0 must
+  // still be refused.
+  const std::int64_t four[4] = {seed, seed, seed, seed};
+  const Reply wrapped = s.handle(
+      MsgType::sample_neighbors,
+      SampleRequest{.fanout = std::int64_t{1} << 62, .sampler = {"uniform_replace", {}}, .count = 4}
+          .encode(),
+      {std::as_bytes(std::span(four))});
+  CHECK(wrapped.status == Status::frame_too_large);
+  CHECK_THAT(wrapped.text(), Catch::Contains("over 2^64 picks"));
   const Reply small = sample(1000);
   REQUIRE(small.status == Status::ok);
   CHECK(small.body.parts.at(0).size() == 1000u * 8u);

@@ -400,6 +400,10 @@ class BasicDistGraph {
     for (const auto& a : answers) {
       const auto& counts = a.values[0];
       const std::size_t sources = a.values[1].size();
+      if (counts.size() != a.positions.size())  // a co-located sampler that broke its concept
+        throw ProtocolError("sample_sources: partition " + std::to_string(a.part) + " answered " +
+                            std::to_string(counts.size()) + " counts for " +
+                            std::to_string(a.positions.size()) + " seeds");
       std::size_t sum = 0;
       for (const std::int64_t c : counts) {
         if (c < 0 || static_cast<std::size_t>(c) > sources - sum)

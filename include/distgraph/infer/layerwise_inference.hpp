@@ -17,6 +17,7 @@
 #include "distgraph/core/timer.hpp"
 #include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/loader_features.hpp"
+#include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/nn/block_tensors.hpp"
 #include "distgraph/nn/node_model.hpp"
 #include "distgraph/sampling/block.hpp"
@@ -134,7 +135,7 @@ LayerwiseResult layerwise_inference(Graph g, NodeModel& model, const LayerwiseOp
   if (feat.num_cols() != model->in_feats())
     throw ShapeError("layerwise_inference: node data '" + o.feature + "'",
                      std::to_string(feat.num_cols()) + " columns; the model takes " +
-                     std::to_string(model->in_feats()));
+                         std::to_string(model->in_feats()));
   const std::size_t layers = model->num_layers();
   const std::int64_t n = static_cast<std::int64_t>(res.nodes.size());
   using Tensor = typename Graph::template tensor_type<float>;
@@ -157,8 +158,10 @@ LayerwiseResult layerwise_inference(Graph g, NodeModel& model, const LayerwiseOp
       const std::int64_t hi = std::min(n, lo + o.batch_size);
       const std::span<const std::int64_t> dst(res.nodes.data() + lo,
                                               static_cast<std::size_t>(hi - lo));
-      // Fanout -1 takes every in-edge, whatever the sampler: the key plays no part.
-      Block block = to_block(g.sample_neighbors(dst, -1, SampleKey{}), dst);
+      // Fanout -1 takes every in-edge, whatever the sampler: the key plays no part. No
+      // layer reads edge IDs.
+      Block block =
+          to_block(sample_layer(g, dst, -1, SampleKey{}, SamplerSpec{}, EdgeIds::omitted), dst);
       const std::int64_t num_src = block.num_src();
       if (l == 0) {
         detail::pull_float_rows(feat, block.src_nodes, h_rows);
@@ -171,12 +174,11 @@ LayerwiseResult layerwise_inference(Graph g, NodeModel& model, const LayerwiseOp
       const torch::Tensor h = torch::from_blob(h_rows.data(), {num_src, in_cols}, torch::kFloat);
       const BlockTensors bt = block_tensors(std::move(block), o.device);
       if (last && o.embeddings) res.embeddings.slice(0, lo, hi).copy_(h.slice(0, 0, hi - lo));
-      torch::Tensor out =
-          model
-              ->forward_layer(l, bt, h.to(o.device),
-                              degrees.defined() ? degrees.to(o.device) : degrees)
-              .to(torch::kCPU, torch::kFloat)
-              .contiguous();
+      torch::Tensor out = model
+                              ->forward_layer(l, bt, h.to(o.device),
+                                              degrees.defined() ? degrees.to(o.device) : degrees)
+                              .to(torch::kCPU, torch::kFloat)
+                              .contiguous();
       if (last) {
         if (o.logits) res.logits.slice(0, lo, hi).copy_(out);
       } else {
@@ -185,8 +187,7 @@ LayerwiseResult layerwise_inference(Graph g, NodeModel& model, const LayerwiseOp
       }
     }
     // Layer l+1 reads rows every trainer wrote; after the last layer, the tensors can go.
-    g.client().barrier(o.tensor_prefix + "layer" + std::to_string(l) + " done",
-                       o.barrier_timeout);
+    g.client().barrier(o.tensor_prefix + "layer" + std::to_string(l) + " done", o.barrier_timeout);
     res.layer_s.push_back(clock.seconds());
   }
   model->train(was_training);

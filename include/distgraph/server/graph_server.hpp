@@ -230,23 +230,32 @@ class BasicGraphServer {
     const std::uint64_t limit = kv_.max_reply_bytes();
     const auto n = static_cast<std::uint64_t>(local.size());
     if (std::uint64_t all = 0;
-        fanout >= 0 && static_cast<std::uint64_t>(fanout) <= limit &&
+        fanout >= 0 && static_cast<std::uint64_t>(fanout) <= limit / pick_bytes &&
         !__builtin_mul_overflow(n, static_cast<std::uint64_t>(fanout) * pick_bytes + seed_bytes,
                                 &all) &&
         all <= limit)
       return;
+    // A huge fanout on repeated seeds must not wrap the sum back under the limit.
     std::uint64_t picks = 0;
+    bool too_many = false;
     for (const std::int64_t v : local) {
       const auto degree = static_cast<std::uint64_t>(part_->graph.degree(v));
-      picks += degree == 0 ? 0 : fanout < 0 ? degree : static_cast<std::uint64_t>(fanout);
+      const std::uint64_t p = degree == 0  ? 0
+                              : fanout < 0 ? degree
+                                           : static_cast<std::uint64_t>(fanout);
+      if (__builtin_add_overflow(picks, p, &picks)) {
+        too_many = true;
+        break;
+      }
     }
     std::uint64_t bytes = 0;
-    const bool overflows = __builtin_mul_overflow(picks, pick_bytes, &bytes) ||
+    const bool overflows = too_many || __builtin_mul_overflow(picks, pick_bytes, &bytes) ||
                            __builtin_add_overflow(bytes, n * seed_bytes, &bytes);
-    kv_.check_reply_size(std::string(what) + " of " + std::to_string(local.size()) +
-                             " seeds, fanout " + std::to_string(fanout) + " (at most " +
-                             std::to_string(picks) + " picks)",
-                         overflows ? std::numeric_limits<std::uint64_t>::max() : bytes, 1);
+    kv_.check_reply_size(
+        std::string(what) + " of " + std::to_string(local.size()) + " seeds, fanout " +
+            std::to_string(fanout) +
+            (too_many ? " (over 2^64 picks)" : " (at most " + std::to_string(picks) + " picks)"),
+        overflows ? std::numeric_limits<std::uint64_t>::max() : bytes, 1);
   }
 
   Reply on_degrees(const Request& req) {
