@@ -169,8 +169,8 @@ TEST_CASE(
   StandaloneCluster<> cluster(f.config);
   using Graph = decltype(cluster.graph());
   using Client = typename Graph::client_type;
-  // Partition 1's handler counts its sample_sources requests, and may tamper with the
-  // first count of its answer.
+  // Every partition's handler counts its sample_sources requests and, with `tamper`, adds
+  // it to the first positive count of its answer.
   std::int64_t asked[3] = {0, 0, 0};
   std::int64_t tamper = 0;
   std::vector<Handler> handlers = cluster.handlers();
@@ -179,13 +179,16 @@ TEST_CASE(
       Reply r = inner(req);
       if (req.type != MsgType::sample_sources) return r;
       ++asked[p];
-      if (tamper == 0 || r.status != Status::ok || r.body.parts.at(0).empty()) return r;
+      if (tamper == 0 || r.status != Status::ok) return r;
       auto arrays = std::make_shared<std::vector<std::vector<std::int64_t>>>();
       for (const auto part : r.body.parts) {
         const auto* v = reinterpret_cast<const std::int64_t*>(part.data());
         arrays->emplace_back(v, v + part.size() / 8);
       }
-      (*arrays)[0][0] += tamper;
+      auto& counts = (*arrays)[0];
+      const auto first = std::find_if(counts.begin(), counts.end(), [](auto c) { return c > 0; });
+      if (first == counts.end()) return r;
+      *first += tamper;
       Reply out;
       for (const auto& a : *arrays) out.body.parts.push_back(std::as_bytes(std::span(a)));
       out.body.keep_alive = arrays;
@@ -215,12 +218,19 @@ TEST_CASE(
   CHECK(asked[0] == 0);  // machine 0's seeds never left the trainer
   CHECK(asked[1] == 2);
   CHECK(asked[2] == 2);
-  tamper = 1;  // counts summing past the sources
-  CHECK_THROWS_WITH(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted),
-                    Catch::Contains("sample_sources: partition 1"));
-  tamper = -1000;  // a negative count
-  CHECK_THROWS_WITH(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted),
-                    Catch::Contains("answered a count of -"));
+  // Answers are checked in partition order: partition 1's tampered one is refused first.
+  const auto refused = [&](std::int64_t by) {
+    tamper = by;
+    try {
+      (void)here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted);
+    } catch (const ProtocolError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ProtocolError");
+  };
+  CHECK_THAT(refused(1), Catch::Contains("sample_sources: partition 1 answered a count of"));
+  CHECK_THAT(refused(-1000), Catch::Contains("partition 1 answered a count of -"));
+  CHECK_THAT(refused(-1), Catch::Contains("partition 1 answered counts summing to"));
   tamper = 0;
   CHECK(here.sample_neighbors(seeds, 4, key, {}, EdgeIds::omitted).num_edges() > 0);
 }

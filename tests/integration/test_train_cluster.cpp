@@ -196,6 +196,7 @@ TEST_CASE(
     const std::string other = " -> partition " + std::string(t == "trainer 0.0" ? "1" : "0");
     // The recipe's loaders and its layer-wise evaluation ask for no edge IDs.
     CHECK(n.count("sample_sources" + other) == 1);
+    CHECK(n.count("sample_neighbors" + other) == 0);
     CHECK(std::any_of(n.begin(), n.end(), [&](const std::string& x) {
       return x.rfind("pull '", 0) == 0 && x.find("feat'" + other) != std::string::npos;
     }));

@@ -42,7 +42,7 @@ FLAG_REPLY = 1
 T = dict(hello=1, ping=2, metadata=10, create_tensor=11, delete_tensor=12, list_tensors=13,
          pull=20, push=21, push_add=22, sparse_step=23, init_rows=24, save_tensors=25,
          load_tensors=26, remove_checkpoint=27, sample_neighbors=30, degrees=31, find_edges=32,
-         orig_ids=33, barrier=40, shutdown=41)
+         orig_ids=33, sample_sources=34, barrier=40, shutdown=41)
 S = dict(ok=0, bad_request=1, unknown_message=2, not_found=3, out_of_range=4, dtype_mismatch=5,
          shape_mismatch=6, frame_too_large=7, unauthorized=8, internal_error=9,
          shutting_down=10, timeout=11)
@@ -613,6 +613,15 @@ def test_graph(port, secret, meta):
               "sample_neighbors: each (src, dst) is its edge ID's endpoints (find_edges)")
         again = c.call(T["sample_neighbors"], sample_head(5, 2), [ids(seeds)])
         check(again.parts == r.parts, "sample_neighbors: the same key picks the same edges")
+        # sample_sources: the same picks, as each seed's count and the sources in seed order
+        bare = c.call(T["sample_sources"], sample_head(5, 2), [ids(seeds)])
+        expect(bare, "ok", "sample_sources uniform, fanout 2")
+        if bare.status == S["ok"]:
+            check(len(bare.parts) == 2 and as_ids(bare.parts[0]).tolist() == [2] * 5 and
+                  as_ids(bare.parts[1]).tolist() == s_src.tolist(),
+                  "sample_sources: a count per seed and sample_neighbors' sources")
+    expect(c.call(T["sample_sources"], sample_head(1, 2), [ids([own_n])]), "out_of_range",
+           "sample_sources of a seed not owned")
     r = c.call(T["sample_neighbors"], sample_head(5, -1, "full"), [ids(seeds)])
     check(r.status == S["ok"] and len(as_ids(r.parts[0])) == 15, "sample_neighbors full, fanout -1: all 15 in-edges")
     r = c.call(T["sample_neighbors"], sample_head(5, 4, "uniform_replace"), [ids(seeds)])

@@ -229,11 +229,11 @@ class BasicGraphServer {
     // The usual request (a fanout of tens) fits without looking at a single degree.
     const std::uint64_t limit = kv_.max_reply_bytes();
     const auto n = static_cast<std::uint64_t>(local.size());
-    if (std::uint64_t all = 0;
+    if (std::uint64_t per_seed = 0, all = 0;
         fanout >= 0 && static_cast<std::uint64_t>(fanout) <= limit / pick_bytes &&
-        !__builtin_mul_overflow(n, static_cast<std::uint64_t>(fanout) * pick_bytes + seed_bytes,
-                                &all) &&
-        all <= limit)
+        !__builtin_add_overflow(static_cast<std::uint64_t>(fanout) * pick_bytes, seed_bytes,
+                                &per_seed) &&
+        !__builtin_mul_overflow(n, per_seed, &all) && all <= limit)
       return;
     // A huge fanout on repeated seeds must not wrap the sum back under the limit.
     std::uint64_t picks = 0;
@@ -254,7 +254,7 @@ class BasicGraphServer {
     kv_.check_reply_size(
         std::string(what) + " of " + std::to_string(local.size()) + " seeds, fanout " +
             std::to_string(fanout) +
-            (too_many ? " (over 2^64 picks)" : " (at most " + std::to_string(picks) + " picks)"),
+            (too_many ? " (2^64 picks or more)" : " (at most " + std::to_string(picks) + " picks)"),
         overflows ? std::numeric_limits<std::uint64_t>::max() : bytes, 1);
   }
 
