@@ -160,11 +160,18 @@ class BasicGraphServer {
   }
   Frontier sample_owned(const std::vector<std::int64_t>& local, std::int64_t fanout,
                         const SampleKey& key, const SamplerSpec& spec) {
-    SampleOptions opts;
-    opts.num_threads = 1;  // the server runs many requests at once
-    return sampler_set::visit(spec, site_, [&](const auto& sampler) {
+    return visit_sampler(spec, [&](const auto& sampler, const SampleOptions& opts) {
       return sample_neighbors_local(site_.view(), local, fanout, key, sampler, opts);
     });
+  }
+  /// `sample(sampler, options)` with the sampler `spec` names, on one thread: the server
+  /// runs many requests at once.
+  template <class SampleFn>
+  auto visit_sampler(const SamplerSpec& spec, SampleFn&& sample) {
+    SampleOptions opts;
+    opts.num_threads = 1;
+    return sampler_set::visit(spec, site_,
+                              [&](const auto& sampler) { return sample(sampler, opts); });
   }
 
   static Reply text_reply(const std::string& s) {
@@ -192,9 +199,9 @@ class BasicGraphServer {
   /// against the reply limit for `pick_bytes` a pick and `seed_bytes` a seed.
   std::vector<std::int64_t> sample_seeds(const Request& req, const SampleRequest& q,
                                          std::uint64_t pick_bytes, std::uint64_t seed_bytes) {
-    const char* what = req.type == MsgType::sample_sources ? "sample_sources" : "sample_neighbors";
-    const auto seeds = id_part(req, q.count, what);
-    check_fanout(q.fanout, std::string(what) + ": fanout");
+    const std::string what = msg_type_name(req.type);
+    const auto seeds = id_part(req, q.count, what.c_str());
+    check_fanout(q.fanout, what + ": fanout");
     auto local = owned_nodes(seeds);
     check_sample_size(what, local, q.fanout, pick_bytes, seed_bytes);
     return local;
@@ -211,9 +218,7 @@ class BasicGraphServer {
   Reply on_sample_sources(const Request& req) {
     const auto q = SampleRequest::decode(req.body.head);
     const auto local = sample_seeds(req, q, sizeof(std::int64_t), sizeof(std::int64_t));
-    SampleOptions opts;
-    opts.num_threads = 1;  // the server runs many requests at once
-    SeedSources s = sampler_set::visit(q.sampler, site_, [&](const auto& sampler) {
+    SeedSources s = visit_sampler(q.sampler, [&](const auto& sampler, const SampleOptions& opts) {
       return sample_sources_local(site_.view(), local, q.fanout, q.key, sampler, opts);
     });
     return ids_reply({std::move(s.counts), std::move(s.src)});
@@ -223,7 +228,7 @@ class BasicGraphServer {
   /// sampling: every sampler picks at most `fanout` edges per seed (all of them for -1, none
   /// for a seed without in-edges); each pick costs `pick_bytes` (24 for sample_neighbors:
   /// source, destination, edge ID; 8 for sample_sources) and each seed `seed_bytes`.
-  void check_sample_size(const char* what, const std::vector<std::int64_t>& local,
+  void check_sample_size(const std::string& what, const std::vector<std::int64_t>& local,
                          std::int64_t fanout, std::uint64_t pick_bytes,
                          std::uint64_t seed_bytes) const {
     // The usual request (a fanout of tens) fits without looking at a single degree.
@@ -252,8 +257,7 @@ class BasicGraphServer {
     const bool overflows = too_many || __builtin_mul_overflow(picks, pick_bytes, &bytes) ||
                            __builtin_add_overflow(bytes, n * seed_bytes, &bytes);
     kv_.check_reply_size(
-        std::string(what) + " of " + std::to_string(local.size()) + " seeds, fanout " +
-            std::to_string(fanout) +
+        what + " of " + std::to_string(local.size()) + " seeds, fanout " + std::to_string(fanout) +
             (too_many ? " (2^64 picks or more)" : " (at most " + std::to_string(picks) + " picks)"),
         overflows ? std::numeric_limits<std::uint64_t>::max() : bytes, 1);
   }
