@@ -88,6 +88,8 @@ struct HookedGraph {
   template <class V>
   using tensor_type = StandaloneGraph::tensor_type<V>;
   std::int64_t num_nodes() const { return g.num_nodes(); }
+  /// Forwarded: with it, a loader groups each block's sources by owner as over `g` itself.
+  decltype(auto) book() const { return g.book(); }
   template <class V>
   tensor_type<V> ndata(const std::string& name) const {
     return g.ndata<V>(name);
@@ -163,11 +165,23 @@ TEST_CASE("node loader blocks chain from the input nodes to the seeds over real 
   NodeDataLoader loader(g, every(5, g.num_nodes()), fanouts, {.batch_size = 50, .seed = 1});
   loader.begin_epoch(2);
   int checked = 0;
+  bool mixed = false;  // some block draws its other sources from several partitions
   while (auto b = loader.next()) {
     check_blocks(g, b->blocks, b->input_nodes, b->output_nodes, fanouts);
+    // Each block's sources that are not destinations come grouped by owner (so a batch's
+    // rows from one machine land in runs), ascending.
+    for (const Block& blk : b->blocks) {
+      const auto others = std::span<const std::int64_t>(blk.src_nodes)
+                              .subspan(static_cast<std::size_t>(blk.num_dst));
+      std::vector<std::int32_t> owner(others.size());
+      g.book().node_partition(others, owner);
+      CHECK(std::is_sorted(owner.begin(), owner.end()));
+      mixed = mixed || (!owner.empty() && owner.front() != owner.back());
+    }
     ++checked;
   }
   CHECK(checked == loader.num_batches());
+  CHECK(mixed);
 }
 
 TEST_CASE("a node loader asked for no edge IDs makes the same blocks without them", "[dist]") {

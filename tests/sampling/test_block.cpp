@@ -126,6 +126,64 @@ TEST_CASE("a frontier without edge IDs compacts to the same block without them",
   CHECK(without.eid.empty());
 }
 
+TEST_CASE("group_sources groups the other sources by key and keeps every edge", "[sampling]") {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const Case c = random_case(seed % 2 ? 300 : 1000000, 30 + seed * 5, 2000 + seed * 300, seed);
+    const Block before = to_block(c.f, c.dst_nodes);
+    Block b = before;
+    const auto d = static_cast<std::size_t>(b.num_dst);
+    const auto key = [](std::int64_t v) { return static_cast<std::int32_t>((v * 7 + 3) % 3); };
+    std::vector<std::int32_t> group;
+    for (std::size_t j = d; j < b.src_nodes.size(); ++j) group.push_back(key(b.src_nodes[j]));
+    group_sources(b, group, 3);
+    // Destinations, offsets and edge IDs stay; the sources are the same set.
+    CHECK(b.num_dst == before.num_dst);
+    CHECK(b.indptr == before.indptr);
+    CHECK(b.eid == before.eid);
+    REQUIRE(b.src_nodes.size() == before.src_nodes.size());
+    CHECK(std::equal(b.src_nodes.begin(), b.src_nodes.begin() + static_cast<std::ptrdiff_t>(d),
+                     before.src_nodes.begin()));
+    CHECK(std::is_permutation(b.src_nodes.begin(), b.src_nodes.end(), before.src_nodes.begin()));
+    // Grouped by key, ascending, and in first-appearance order within a key.
+    for (std::size_t j = d + 1; j < b.src_nodes.size(); ++j)
+      REQUIRE(key(b.src_nodes[j - 1]) <= key(b.src_nodes[j]));
+    for (std::int32_t k = 0; k < 3; ++k) {
+      std::vector<std::int64_t> was, is;
+      for (std::size_t j = d; j < before.src_nodes.size(); ++j)
+        if (key(before.src_nodes[j]) == k) was.push_back(before.src_nodes[j]);
+      for (std::size_t j = d; j < b.src_nodes.size(); ++j)
+        if (key(b.src_nodes[j]) == k) is.push_back(b.src_nodes[j]);
+      CHECK(was == is);
+    }
+    // Every edge joins the same two nodes as before.
+    REQUIRE(b.indices.size() == before.indices.size());
+    for (std::size_t e = 0; e < b.indices.size(); ++e)
+      REQUIRE(b.src_nodes[static_cast<std::size_t>(b.indices[e])] ==
+              before.src_nodes[static_cast<std::size_t>(before.indices[e])]);
+    // Already grouped: nothing moves.
+    Block again = b;
+    std::vector<std::int32_t> sorted_group;
+    for (std::size_t j = d; j < again.src_nodes.size(); ++j)
+      sorted_group.push_back(key(again.src_nodes[j]));
+    group_sources(again, sorted_group, 3);
+    check_same(again, b);
+  }
+}
+
+TEST_CASE("group_sources rejects a group list of the wrong length or range",
+          "[sampling][bad_input]") {
+  Block b = to_block(Frontier{.src = {5, 6, 1}, .dst = {1, 1, 2}, .eid = {}},
+                     std::vector<std::int64_t>{1, 2});
+  const Block before = b;
+  CHECK_THROWS_AS(group_sources(b, std::vector<std::int32_t>{0}, 2), ShapeError);
+  CHECK_THROWS_AS(group_sources(b, std::vector<std::int32_t>{0, 2}, 2), IdOutOfRange);
+  CHECK_THROWS_AS(group_sources(b, std::vector<std::int32_t>{-1, 0}, 2), IdOutOfRange);
+  check_same(b, before);  // nothing renumbered
+  group_sources(b, std::vector<std::int32_t>{1, 0}, 2);
+  CHECK(b.src_nodes == std::vector<std::int64_t>{1, 2, 6, 5});
+  CHECK(b.indices == std::vector<std::int64_t>{3, 2, 0});
+}
+
 TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling][bad_input]") {
   const std::vector<std::int64_t> dst{1, 2};
   CHECK_THROWS_AS(to_block(Frontier{.src = {1}, .dst = {2}, .eid = {0, 1}}, dst), ShapeError);

@@ -16,6 +16,7 @@
 #include "distgraph/core/trace.hpp"
 #include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/detail/loader_base.hpp"
+#include "distgraph/loaders/detail/source_grouping.hpp"
 #include "distgraph/loaders/loader_features.hpp"
 #include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
@@ -285,7 +286,8 @@ class EdgeDataLoader : public detail::LoaderBase<detail::EdgeLoaderState<Graph>,
                                     layer_sampler(s.options, layer), s.options.edge_ids);
           if (exclude) drop_edges(f, excluded);
           return f;
-        });
+        },
+        detail::group_by_owner(s.graph));
     sample_span.end();
     out.timings.sample_s = clock.seconds();
     clock.reset();

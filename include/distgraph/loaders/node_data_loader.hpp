@@ -16,6 +16,7 @@
 #include "distgraph/core/trace.hpp"
 #include "distgraph/distributed/graph_concepts.hpp"
 #include "distgraph/loaders/detail/loader_base.hpp"
+#include "distgraph/loaders/detail/source_grouping.hpp"
 #include "distgraph/loaders/loader_features.hpp"
 #include "distgraph/loaders/loader_options.hpp"
 #include "distgraph/sampling/block.hpp"
@@ -63,8 +64,11 @@ struct NodeLoaderState {
 /// epoch_order, into batches; batch b samples one block per layer with
 /// `graph.sample_neighbors(seeds, fanout, key.at_layer(layer), options.sampler)` under
 /// `key = SampleKey{seed, epoch, rank, b}`, then pulls the input nodes' features and the
-/// seeds' labels. A batch therefore depends only on (graph, seeds, fanouts, options.seed,
-/// rank, epoch, b): not on the thread count, the process or where the rows live.
+/// seeds' labels. Where the graph has a partition book, each block's sources that are not
+/// destinations come grouped by the partition that owns them (group_sources), so that
+/// each owner's rows land in runs of the batch. A batch therefore depends only on (graph,
+/// seeds, fanouts, options.seed, rank, epoch, b): not on the thread count, the process or
+/// where the rows live.
 ///
 /// `begin_epoch(e)` + `next()`, or `for (NodeBatch& b : loader.epoch(e))` (see
 /// detail::LoaderBase). With `num_prefetch_threads` > 0 batches are made in order on
@@ -160,7 +164,8 @@ class NodeDataLoader : public detail::LoaderBase<detail::NodeLoaderState<Graph>,
         [&](std::span<const std::int64_t> layer_seeds, std::int64_t fanout, std::int32_t layer) {
           return sample_layer(s.graph, layer_seeds, fanout, key.at_layer(layer),
                               layer_sampler(s.options, layer), s.options.edge_ids);
-        });
+        },
+        detail::group_by_owner(s.graph));
   }
 
   static NodeBatch make_batch(const State& s, std::span<const std::int64_t> seeds,

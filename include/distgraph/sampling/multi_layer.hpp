@@ -43,15 +43,18 @@ inline void check_fanouts(std::span<const std::int64_t> fanouts) {
 /// layer 1, then 10 for each node of that block for layer 0 (DGL's order). The callable
 /// is where the routing goes: sample_neighbors_local on a whole graph, or requests to the
 /// servers that own the seeds. Each frontier's destinations must be among the seeds it
-/// was given. Throws InvalidArgument for bad fanouts or repeated seeds, and whatever
-/// sample_fn or to_block throws. Blocks until every layer is sampled.
-template <class SampleFn>
+/// was given. `arrange(block)`, where given, may renumber each block's sources that are not
+/// destinations (group_sources) before they become the next layer's seeds. Throws
+/// InvalidArgument for bad fanouts or repeated seeds, and whatever sample_fn, to_block or
+/// arrange throws. Blocks until every layer is sampled.
+template <class SampleFn, class ArrangeFn>
 requires std::invocable<SampleFn&, std::span<const std::int64_t>, std::int64_t, std::int32_t> &&
     std::convertible_to<
         std::invoke_result_t<SampleFn&, std::span<const std::int64_t>, std::int64_t, std::int32_t>,
-        Frontier>
+        Frontier> && std::invocable<ArrangeFn&, Block&>
         MiniBatch sample_blocks(std::span<const std::int64_t> seeds,
-                                std::span<const std::int64_t> fanouts, SampleFn&& sample_fn) {
+                                std::span<const std::int64_t> fanouts, SampleFn&& sample_fn,
+                                ArrangeFn&& arrange) {
   check_fanouts(fanouts);
   MiniBatch mb;
   mb.output_nodes.assign(seeds.begin(), seeds.end());
@@ -65,10 +68,18 @@ requires std::invocable<SampleFn&, std::span<const std::int64_t>, std::int64_t, 
                                  static_cast<std::int32_t>(l));
     trace::Span compact("to_block", "sample");
     mb.blocks[l] = to_block(f, frontier_nodes);
+    arrange(mb.blocks[l]);
     frontier_nodes = mb.blocks[l].src_nodes;
   }
   mb.input_nodes = std::move(frontier_nodes);
   return mb;
+}
+
+/// sample_blocks with every block's sources in to_block's order.
+template <class SampleFn>
+MiniBatch sample_blocks(std::span<const std::int64_t> seeds, std::span<const std::int64_t> fanouts,
+                        SampleFn&& sample_fn) {
+  return sample_blocks(seeds, fanouts, std::forward<SampleFn>(sample_fn), [](Block&) {});
 }
 
 /// DGL's `MultiLayerNeighborSampler`: a fanout per layer (input layer first) and a sampler

@@ -16,19 +16,24 @@
 namespace distgraph {
 
 /// Copies row i of `rows` (rows of `row_bytes`) into row slot at[i] of `out`: the scatter
-/// of rows that arrive grouped (by owner, by source) back into request order. The caller
-/// guarantees every slot lies inside `out`.
+/// of rows that arrive grouped (by owner, by source) back into request order. Rows bound
+/// for consecutive slots (a loader's batch keeps each owner's rows together,
+/// group_sources) go in one copy per run. The caller guarantees every slot lies inside
+/// `out`.
 inline void scatter_rows(std::span<const std::byte> rows, std::span<const std::size_t> at,
                          std::span<std::byte> out, std::size_t row_bytes) noexcept {
   // One owner's slots rise through a batch too large for the cache, with gaps where the
   // other owners' rows go: claiming a later slot's lines for writing keeps several misses
   // in flight (/tmp microbenchmark, 10,286 of 22,000 slots of 400 bytes, cache
   // flushed: median 0.78-0.94 ms without, 0.59-0.70 ms at 8 rows ahead).
-  for (std::size_t i = 0; i < at.size(); ++i) {
-    if (i + detail::prefetch_rows_ahead < at.size())
+  for (std::size_t i = 0; i < at.size();) {
+    std::size_t j = i + 1;
+    while (j < at.size() && at[j] == at[j - 1] + 1) ++j;
+    if (j == i + 1 && i + detail::prefetch_rows_ahead < at.size())
       detail::prefetch_lines<true>(out.data() + at[i + detail::prefetch_rows_ahead] * row_bytes,
                                    row_bytes);
-    std::memcpy(out.data() + at[i] * row_bytes, rows.data() + i * row_bytes, row_bytes);
+    std::memcpy(out.data() + at[i] * row_bytes, rows.data() + i * row_bytes, (j - i) * row_bytes);
+    i = j;
   }
 }
 
