@@ -60,4 +60,41 @@ TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in glob
   }
 }
 
+TEST_CASE("a partition's view maps its owned nodes by offset and the rest through nid, alike",
+          "[sampling]") {
+  const Graph g = small_rmat(9, 8, 3);
+  TempDir dir;
+  partition_graph(g, "g", 2, dir.path(),
+                  {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  for (std::int32_t id : {0, 1}) {
+    const Partition p = load_partition(dir / "g.json", id);
+    const LocalGraphView view = partition_view(p);
+    // Relabeled: the owned nodes come first, one run of global IDs (which halo nodes of
+    // the next range may continue); halo nodes after.
+    CHECK(view.run_rows >= p.num_inner_nodes);
+    REQUIRE(view.num_rows() > p.num_inner_nodes);  // some halo, read through nid
+    view.check_shape();
+    LocalGraphView looked = view;  // the same view without the run: every ID read
+    looked.run_rows = 0;
+    for (std::int64_t l = 0; l < view.num_rows(); ++l) {
+      REQUIRE(view.global_node(l) == p.nid[static_cast<std::size_t>(l)]);
+      REQUIRE(looked.global_node(l) == view.global_node(l));
+    }
+    std::vector<std::int64_t> owned(static_cast<std::size_t>(p.num_inner_nodes));
+    for (std::size_t l = 0; l < owned.size(); ++l) owned[l] = static_cast<std::int64_t>(l);
+    const SampleKey key{.seed = 4, .rank = 0};
+    const Frontier a = sample_neighbors_local(view, owned, 5, key, UniformSampler{});
+    const Frontier b = sample_neighbors_local(looked, owned, 5, key, UniformSampler{});
+    CHECK(a.src == b.src);
+    CHECK(a.dst == b.dst);
+    CHECK(a.eid == b.eid);
+    LocalGraphView bad = view;
+    bad.run_rows = static_cast<std::int64_t>(p.nid.size()) + 1;
+    CHECK_THROWS_AS(bad.check_shape(), ShapeError);
+  }
+  CHECK(identity_run(std::vector<std::int64_t>{}) == 0);
+  CHECK(identity_run(std::vector<std::int64_t>{7, 8, 9, 3, 10}) == 3);
+  CHECK(identity_run(std::vector<std::int64_t>{5, 5}) == 1);
+}
+
 }  // namespace test_sampling_partition_view

@@ -28,6 +28,11 @@ struct LocalGraphView {
   std::span<const std::int64_t> edge_ids;  ///< global edge ID of each position
   std::span<const std::int64_t> node_ids;  ///< local -> global node IDs; empty = identity
   EdgeDir dir = EdgeDir::in;
+  /// Local nodes [0, run_rows) have global IDs run_base + local: node_ids' leading run
+  /// (a relabeled partition's owned nodes, identity_run), mapped without reading it. 0:
+  /// every node through node_ids.
+  std::int64_t run_rows = 0;
+  std::int64_t run_base = 0;
 
   std::int64_t num_rows() const noexcept {
     return indptr.empty() ? 0 : static_cast<std::int64_t>(indptr.size()) - 1;
@@ -41,7 +46,14 @@ struct LocalGraphView {
   }
   /// Global ID of local node `local`.
   std::int64_t global_node(std::int64_t local) const noexcept {
-    return node_ids.empty() ? local : node_ids[static_cast<std::size_t>(local)];
+    if (node_ids.empty()) return local;
+    // A sampled neighbour is at a random place in node_ids, a cache miss; an owned one
+    // (most of them) needs no look-up. Entry 0, always cached, stands in for the read so
+    // that the choice is a select rather than a branch owned and halo neighbours would
+    // mispredict.
+    const bool owned = local < run_rows;
+    const std::int64_t looked = node_ids[owned ? 0 : static_cast<std::size_t>(local)];
+    return owned ? run_base + local : looked;
   }
 
   /// Throws ShapeError naming `subject` when edge_ids and indices differ in length, when
@@ -56,12 +68,24 @@ struct LocalGraphView {
       throw ShapeError(subject + " indptr", "runs from " + std::to_string(indptr.front()) + " to " +
                                                 std::to_string(indptr.back()) + "; expected 0 to " +
                                                 std::to_string(num_edges()));
+    if (run_rows < 0 || run_rows > static_cast<std::int64_t>(node_ids.size()))
+      throw ShapeError(subject + " run_rows", std::to_string(run_rows) + "; expected 0 to " +
+                                                  std::to_string(node_ids.size()) +
+                                                  " (node_ids' leading run)");
     if (!node_ids.empty() && static_cast<std::int64_t>(node_ids.size()) < num_rows())
       throw ShapeError(subject + " node_ids",
                        "length " + std::to_string(node_ids.size()) +
                            "; expected 0 (identity) or >= " + std::to_string(num_rows()) + " rows");
   }
 };
+
+/// How many leading entries of `ids` count up by one from ids[0] (0 for none): the local
+/// nodes a view maps by offset (LocalGraphView::run_rows). O(run).
+inline std::int64_t identity_run(std::span<const std::int64_t> ids) noexcept {
+  std::size_t i = 0;
+  while (i < ids.size() && ids[i] == ids[0] + static_cast<std::int64_t>(i)) ++i;
+  return static_cast<std::int64_t>(i);
+}
 
 /// A view of `csr` whose local IDs map to global IDs through `node_ids` (empty = identity,
 /// else one entry per column). Throws ShapeError when node_ids has another length.

@@ -11,7 +11,12 @@ namespace distgraph {
 /// node lives in its partition, so sampling an owned seed here is complete. Kept apart
 /// from local_graph_view.hpp because the partition loader costs ~3 s of compile time.
 inline LocalGraphView partition_view(const Partition& p) {
-  return {p.graph.indptr.span(), p.graph.indices.span(), p.eid.span(), p.nid.span(), EdgeDir::in};
+  LocalGraphView v{p.graph.indptr.span(), p.graph.indices.span(), p.eid.span(), p.nid.span(),
+                   EdgeDir::in};
+  // Relabeled, the owned nodes' global IDs are one range: map them without reading nid.
+  v.run_rows = identity_run(v.node_ids);
+  v.run_base = v.run_rows > 0 ? v.node_ids[0] : 0;
+  return v;
 }
 
 }  // namespace distgraph
