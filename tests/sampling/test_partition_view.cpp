@@ -17,12 +17,22 @@ namespace test_sampling_partition_view {
 using namespace distgraph;
 using namespace distgraph::test;
 
-TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in global IDs",
-          "[sampling]") {
-  const Graph g = small_rmat(9, 8, 3);
-  TempDir dir;
+namespace {
+
+/// A small R-MAT graph written as 2 random partitions into `dir` ("g.json").
+Graph partitioned_in_two(const TempDir& dir) {
+  Graph g = small_rmat(9, 8, 3);
   partition_graph(g, "g", 2, dir.path(),
                   {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in global IDs",
+          "[sampling]") {
+  TempDir dir;
+  const Graph g = partitioned_in_two(dir);
   const Partition parts[] = {load_partition(dir / "g.json", 0), load_partition(dir / "g.json", 1)};
   // Relabeled global node ID -> input ID, from every partition's maps.
   std::map<std::int64_t, std::int64_t> orig;
@@ -62,10 +72,8 @@ TEST_CASE("sampling a loaded partition returns its owned nodes' in-edges in glob
 
 TEST_CASE("a partition's view maps its owned nodes by offset and the rest through nid, alike",
           "[sampling]") {
-  const Graph g = small_rmat(9, 8, 3);
   TempDir dir;
-  partition_graph(g, "g", 2, dir.path(),
-                  {.method = PartMethod::random, .seed = 1, .num_threads = 1});
+  partitioned_in_two(dir);
   for (std::int32_t id : {0, 1}) {
     const Partition p = load_partition(dir / "g.json", id);
     const LocalGraphView view = partition_view(p);
