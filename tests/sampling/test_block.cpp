@@ -182,6 +182,10 @@ TEST_CASE("group_sources rejects a group list of the wrong length or range",
   group_sources(b, std::vector<std::int32_t>{1, 0}, 2);
   CHECK(b.src_nodes == std::vector<std::int64_t>{1, 2, 6, 5});
   CHECK(b.indices == std::vector<std::int64_t>{3, 2, 0});
+  // Many possible groups cost nothing beyond those present.
+  group_sources(b, std::vector<std::int32_t>{1'000'000'000, 7}, 2'000'000'000);
+  CHECK(b.src_nodes == std::vector<std::int64_t>{1, 2, 5, 6});
+  CHECK(b.indices == std::vector<std::int64_t>{2, 3, 0});
 }
 
 TEST_CASE("to_block rejects inconsistent frontiers and destinations", "[sampling][bad_input]") {

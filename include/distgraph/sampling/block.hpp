@@ -141,15 +141,17 @@ inline void group_sources(Block& b, std::span<const std::int32_t> group, std::in
     throw ShapeError("group_sources", std::to_string(group.size()) + " groups for " +
                                           std::to_string(n) +
                                           " sources that are not destinations; expected one each");
-  std::vector<std::int64_t> start(static_cast<std::size_t>(std::max(num_groups, 0)) + 1, 0);
   bool sorted = true;
+  std::int32_t top = 0;  // the largest group present: counts are kept for those only
   for (std::size_t j = 0; j < n; ++j) {
     const std::int32_t g = group[j];
     if (g < 0 || g >= num_groups) throw IdOutOfRange("source group", g, 0, num_groups);
-    ++start[static_cast<std::size_t>(g) + 1];
+    top = std::max(top, g);
     sorted = sorted && (j == 0 || group[j - 1] <= g);
   }
   if (sorted) return;  // one group, or grouped already
+  std::vector<std::int64_t> start(static_cast<std::size_t>(top) + 2, 0);
+  for (std::size_t j = 0; j < n; ++j) ++start[static_cast<std::size_t>(group[j]) + 1];
   for (std::size_t g = 0; g + 1 < start.size(); ++g) start[g + 1] += start[g];
   // to[i]: the new position of source i (destinations stay), so that every edge is
   // renumbered by one look-up without a branch (which half the edges would mispredict).
