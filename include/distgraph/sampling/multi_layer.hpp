@@ -37,6 +37,14 @@ inline void check_fanouts(std::span<const std::int64_t> fanouts) {
     check_fanout(fanouts[l], "fanouts[" + std::to_string(l) + "]");
 }
 
+/// What sample_blocks calls per layer: `fn(seeds, fanout, layer)` returning a Frontier.
+template <class F>
+concept LayerSampleFn =
+    std::invocable<F&, std::span<const std::int64_t>, std::int64_t, std::int32_t> &&
+    std::convertible_to<
+        std::invoke_result_t<F&, std::span<const std::int64_t>, std::int64_t, std::int32_t>,
+        Frontier>;
+
 /// Samples one block per layer, from the output layer down to the input layer, by calling
 /// `sample_fn(global_seeds, fanout, layer) -> Frontier` with `layer` counted from the input
 /// layer (0) as `fanouts` is listed: `{10, 25}` samples 25 neighbours of each seed for
@@ -48,13 +56,9 @@ inline void check_fanouts(std::span<const std::int64_t> fanouts) {
 /// InvalidArgument for bad fanouts or repeated seeds, and whatever sample_fn, to_block or
 /// arrange throws. Blocks until every layer is sampled.
 template <class SampleFn, class ArrangeFn>
-requires std::invocable<SampleFn&, std::span<const std::int64_t>, std::int64_t, std::int32_t> &&
-    std::convertible_to<
-        std::invoke_result_t<SampleFn&, std::span<const std::int64_t>, std::int64_t, std::int32_t>,
-        Frontier> && std::invocable<ArrangeFn&, Block&>
-        MiniBatch sample_blocks(std::span<const std::int64_t> seeds,
-                                std::span<const std::int64_t> fanouts, SampleFn&& sample_fn,
-                                ArrangeFn&& arrange) {
+requires LayerSampleFn<SampleFn> && std::invocable<ArrangeFn&, Block&> MiniBatch
+sample_blocks(std::span<const std::int64_t> seeds, std::span<const std::int64_t> fanouts,
+              SampleFn&& sample_fn, ArrangeFn&& arrange) {
   check_fanouts(fanouts);
   MiniBatch mb;
   mb.output_nodes.assign(seeds.begin(), seeds.end());
@@ -76,7 +80,7 @@ requires std::invocable<SampleFn&, std::span<const std::int64_t>, std::int64_t, 
 }
 
 /// sample_blocks with every block's sources in to_block's order.
-template <class SampleFn>
+template <LayerSampleFn SampleFn>
 MiniBatch sample_blocks(std::span<const std::int64_t> seeds, std::span<const std::int64_t> fanouts,
                         SampleFn&& sample_fn) {
   return sample_blocks(seeds, fanouts, std::forward<SampleFn>(sample_fn), [](Block&) {});
