@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,51 +79,74 @@ inline Block to_block(const Frontier& f, std::span<const std::int64_t> dst_nodes
   detail::IdHashMap local(dst_nodes.size() + m / 4);
   Block b;
   b.num_dst = num_dst;
-  b.src_nodes.reserve(dst_nodes.size() + m / 2);
   for (std::int64_t i = 0; i < num_dst; ++i) {
     const std::int64_t v = dst_nodes[static_cast<std::size_t>(i)];
     if (local.insert(v, i) != i)
       throw InvalidArgument("to_block: dst node " + std::to_string(v) + " listed twice (at " +
                             std::to_string(local.find(v)) + " and " + std::to_string(i) +
                             "); expected distinct destinations");
-    b.src_nodes.push_back(v);
   }
-  // Destinations first, while the map holds only them; a counting sort by destination
-  // position then lays the edges out as a CSR, stable in frontier order.
-  std::vector<std::int64_t> dst_pos(m);
+  // A sampler's frontier lists each destination's edges together: one look-up per run of
+  // them (destinations first, while the map holds only them), and a counting sort by
+  // destination that moves whole runs lays the edges out as a CSR, stable in frontier
+  // order. IDs are >= 0 (checked above), so -1 ends no run.
+  struct Run {
+    std::int64_t pos;  ///< the destination's position
+    std::size_t end;   ///< one past the run's last edge
+  };
+  std::vector<Run> runs;
+  runs.reserve(dst_nodes.size());
   b.indptr.assign(static_cast<std::size_t>(num_dst) + 1, 0);
-  // A sampler's frontier lists each destination's edges together, so one look-up serves
-  // a run of edges (IDs are >= 0, checked above, so -1 starts no run).
-  std::int64_t run_node = -1, d = 0;
-  for (std::size_t e = 0; e < m; ++e) {
-    if (f.dst[e] != run_node) {
-      run_node = f.dst[e];
-      d = local.find(run_node);
-      if (d == detail::IdHashMap::absent)
-        throw InvalidArgument("to_block: edge " + std::to_string(e) + " goes to node " +
-                              std::to_string(run_node) + "; expected one of the " +
-                              std::to_string(num_dst) + " dst nodes");
-    }
-    dst_pos[e] = d;
-    ++b.indptr[static_cast<std::size_t>(d) + 1];
+  for (std::size_t e = 0; e < m;) {
+    const std::int64_t v = f.dst[e];
+    std::size_t end = e + 1;
+    while (end < m && f.dst[end] == v) ++end;
+    const std::int64_t d = local.find(v);
+    if (d == detail::IdHashMap::absent)
+      throw InvalidArgument("to_block: edge " + std::to_string(e) + " goes to node " +
+                            std::to_string(v) + "; expected one of the " + std::to_string(num_dst) +
+                            " dst nodes");
+    b.indptr[static_cast<std::size_t>(d) + 1] += static_cast<std::int64_t>(end - e);
+    runs.push_back({d, end});
+    e = end;
   }
   for (std::size_t i = 0; i < static_cast<std::size_t>(num_dst); ++i)
     b.indptr[i + 1] += b.indptr[i];
   std::vector<std::int64_t> next(b.indptr.begin(), b.indptr.end() - 1);
   b.indices.resize(m);
   if (with_eid) b.eid.resize(m);
+  // The other sources, in order of first appearance, go to a plain array and join the
+  // destinations at the end: the loop below then keeps its state in registers, where a
+  // push_back that may reallocate made it reload them for every edge. With the per-run
+  // slots, 5-8% less time than a per-edge counting sort (a /tmp microbenchmark: 60,000
+  // skewed sources into 5,441 destinations, caches swept between calls; PERFORMANCE.md).
+  auto fresh = std::make_unique_for_overwrite<std::int64_t[]>(m);
+  std::int64_t next_src = num_dst;
+  std::int64_t* const indices = b.indices.data();
+  const std::int64_t* const src = f.src.data();
   // Sources land anywhere in a table larger than the caches the model's step leaves warm:
   // asking for the slot 8 sources ahead cut this loop's time by 12% (R-MAT 18's partition,
   // 52,000 edges, caches swept between calls).
   constexpr std::size_t ahead = 8;
-  for (std::size_t e = 0; e < m; ++e) {
-    if (e + ahead < m) local.prefetch(f.src[e + ahead]);
-    const std::int64_t s = local.insert(f.src[e], b.num_src());
-    if (s == b.num_src()) b.src_nodes.push_back(f.src[e]);
-    const auto at = static_cast<std::size_t>(next[static_cast<std::size_t>(dst_pos[e])]++);
-    b.indices[at] = s;
-    if (with_eid) b.eid[at] = f.eid[e];
+  std::size_t e = 0;
+  for (const Run& r : runs) {
+    auto& slot = next[static_cast<std::size_t>(r.pos)];
+    std::int64_t at = slot;
+    slot += static_cast<std::int64_t>(r.end - e);
+    if (with_eid)
+      std::copy(f.eid.begin() + static_cast<std::ptrdiff_t>(e),
+                f.eid.begin() + static_cast<std::ptrdiff_t>(r.end),
+                b.eid.begin() + static_cast<std::ptrdiff_t>(at));
+    for (; e < r.end; ++e, ++at) {
+      if (e + ahead < m) local.prefetch(src[e + ahead]);
+      const std::int64_t s = local.insert(src[e], next_src);
+      if (s == next_src) fresh[static_cast<std::size_t>(next_src++ - num_dst)] = src[e];
+      indices[at] = s;
+    }
   }
+  b.src_nodes.reserve(static_cast<std::size_t>(next_src));
+  b.src_nodes.assign(dst_nodes.begin(), dst_nodes.end());
+  b.src_nodes.insert(b.src_nodes.end(), fresh.get(), fresh.get() + (next_src - num_dst));
   return b;
 }
 
