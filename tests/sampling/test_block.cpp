@@ -126,6 +126,32 @@ TEST_CASE("a frontier without edge IDs compacts to the same block without them",
   CHECK(without.eid.empty());
 }
 
+TEST_CASE("to_block places a destination's edges from several runs apart in frontier order",
+          "[sampling]") {
+  // Runs of one destination (to_block claims a run's slots at once) interleaved with other
+  // destinations' runs, as a frontier joined from several owners' answers may be.
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::vector<std::int64_t> dst{50, 10, 30, 20};
+    Frontier f;
+    for (int r = 0; r < 24; ++r) {
+      const std::int64_t d = dst[rng() % dst.size()];
+      for (std::uint64_t k = 1 + rng() % 4; k > 0; --k) {
+        f.src.push_back(static_cast<std::int64_t>(rng() % 64));
+        f.dst.push_back(d);
+        f.eid.push_back(static_cast<std::int64_t>(f.eid.size()) + 7000);
+      }
+    }
+    const Block with = to_block(f, dst);
+    check_same(with, reference_block(f, dst));
+    const Block without = to_block(Frontier{.src = f.src, .dst = f.dst, .eid = {}}, dst);
+    CHECK(without.src_nodes == with.src_nodes);
+    CHECK(without.indptr == with.indptr);
+    CHECK(without.indices == with.indices);
+    CHECK(without.eid.empty());
+  }
+}
+
 TEST_CASE("group_sources groups the other sources by key and keeps every edge", "[sampling]") {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const Case c = random_case(seed % 2 ? 300 : 1000000, 30 + seed * 5, 2000 + seed * 300, seed);

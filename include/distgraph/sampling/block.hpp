@@ -89,13 +89,13 @@ inline Block to_block(const Frontier& f, std::span<const std::int64_t> dst_nodes
   // A sampler's frontier lists each destination's edges together: one look-up per run of
   // them (destinations first, while the map holds only them), and a counting sort by
   // destination that moves whole runs lays the edges out as a CSR, stable in frontier
-  // order. IDs are >= 0 (checked above), so -1 ends no run.
+  // order.
   struct Run {
-    std::int64_t pos;  ///< the destination's position
-    std::size_t end;   ///< one past the run's last edge
+    std::int64_t pos;  // the destination's position
+    std::size_t end;   // one past the run's last edge
   };
   std::vector<Run> runs;
-  runs.reserve(dst_nodes.size());
+  runs.reserve(std::min(dst_nodes.size(), m));
   b.indptr.assign(static_cast<std::size_t>(num_dst) + 1, 0);
   for (std::size_t e = 0; e < m;) {
     const std::int64_t v = f.dst[e];
@@ -116,10 +116,10 @@ inline Block to_block(const Frontier& f, std::span<const std::int64_t> dst_nodes
   b.indices.resize(m);
   if (with_eid) b.eid.resize(m);
   // The other sources, in order of first appearance, go to a plain array and join the
-  // destinations at the end: the loop below then keeps its state in registers, where a
-  // push_back that may reallocate made it reload them for every edge. With the per-run
-  // slots, 5-8% less time than a per-edge counting sort (a /tmp microbenchmark: 60,000
-  // skewed sources into 5,441 destinations, caches swept between calls; PERFORMANCE.md).
+  // destinations at the end, so nothing in the per-edge loop below can reallocate and the
+  // compiler keeps its state in registers. With the per-run slots: 5-8% less time a block
+  // (a /tmp microbenchmark of 60,700-edge frontiers into 5,441 destinations, skewed
+  // sources, caches swept between calls; PERFORMANCE.md, session 32).
   auto fresh = std::make_unique_for_overwrite<std::int64_t[]>(m);
   std::int64_t next_src = num_dst;
   std::int64_t* const indices = b.indices.data();
