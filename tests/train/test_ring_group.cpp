@@ -1,5 +1,5 @@
-// The gradients' ring (RingGroup): sums like gloo for 1-3 trainers, broadcasts, and fails
-// within its deadline on a dead, silent or mismatched peer; strangers are refused.
+// The trainers' ring (RingGroup): sums like gloo for 1-3 trainers, gathers, broadcasts, and
+// fails within its deadline on a dead, silent or mismatched peer; strangers are refused.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -62,6 +62,19 @@ int connect_to_ring(c10d::Store& store, int rank) {
   return -1;
 }
 
+/// Runs `call`, which the ring should refuse before sending anything; notes in `bad` when
+/// it returned instead of throwing InvalidArgument, DTypeError or IdOutOfRange.
+template <class F>
+void note_unrefused(std::vector<std::string>& bad, F&& call, const char* what) {
+  try {
+    call();
+    bad.push_back(std::string(what) + " was not refused");
+  } catch (const InvalidArgument&) {
+  } catch (const DTypeError&) {
+  } catch (const IdOutOfRange&) {
+  }
+}
+
 }  // namespace
 
 // Catch's assertions are not thread-safe: the trainers' threads record what they saw and
@@ -118,42 +131,80 @@ TEST_CASE("the gradient ring reduces as gloo does for 1 to 3 trainers", "[train]
 
 TEST_CASE("the gradient ring broadcasts from every root", "[train][net]") {
   std::vector<std::vector<std::string>> wrong(3);
-  with_store(
-      3, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
-        auto& bad = wrong[static_cast<std::size_t>(rank)];
-        RingGroup ring(store, o);
-        for (int root = 0; root < 3; ++root) {
-          auto t = torch::full({70001}, static_cast<double>(rank + 10 * root), torch::kDouble);
-          std::vector<torch::Tensor> ts{t};
-          c10d::BroadcastOptions bo;
-          bo.rootRank = root;
-          ring.broadcast(ts, bo)->wait();
-          if (!torch::equal(t, torch::full({70001}, 11.0 * root, torch::kDouble)))
-            bad.push_back("root " + std::to_string(root));
-        }
-        const auto refused = [&](auto&& call, const char* what) {
-          try {
-            call();
-            bad.push_back(std::string(what) + " was not refused");
-          } catch (const InvalidArgument&) {
-          } catch (const DTypeError&) {
-          } catch (const IdOutOfRange&) {
-          }
-        };
-        std::vector<torch::Tensor> two{torch::zeros({1}), torch::zeros({1})};
-        refused([&] { ring.allreduce(two); }, "two tensors");
-        std::vector<torch::Tensor> complex{torch::zeros({1}, torch::kComplexFloat)};
-        refused([&] { ring.allreduce(complex); }, "complex64");
-        std::vector<torch::Tensor> one{torch::zeros({1})};
-        c10d::BroadcastOptions bad_root;
-        bad_root.rootRank = 3;
-        refused([&] { ring.broadcast(one, bad_root); }, "root 3");
-        // The refused calls sent nothing: the ring is still in step.
-        auto t = torch::ones({4});
-        reduce(ring, t, c10d::ReduceOp::SUM);
-        if (!torch::equal(t, torch::full({4}, 3.0f))) bad.push_back("the sum after refusals");
-      });
+  with_store(3, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store,
+                    const RendezvousOptions& o) {
+    auto& bad = wrong[static_cast<std::size_t>(rank)];
+    RingGroup ring(store, o);
+    for (int root = 0; root < 3; ++root) {
+      auto t = torch::full({70001}, static_cast<double>(rank + 10 * root), torch::kDouble);
+      std::vector<torch::Tensor> ts{t};
+      c10d::BroadcastOptions bo;
+      bo.rootRank = root;
+      ring.broadcast(ts, bo)->wait();
+      if (!torch::equal(t, torch::full({70001}, 11.0 * root, torch::kDouble)))
+        bad.push_back("root " + std::to_string(root));
+    }
+    const auto refused = [&](auto&& call, const char* what) { note_unrefused(bad, call, what); };
+    std::vector<torch::Tensor> two{torch::zeros({1}), torch::zeros({1})};
+    refused([&] { ring.allreduce(two); }, "two tensors");
+    std::vector<torch::Tensor> complex{torch::zeros({1}, torch::kComplexFloat)};
+    refused([&] { ring.allreduce(complex); }, "complex64");
+    std::vector<torch::Tensor> one{torch::zeros({1})};
+    c10d::BroadcastOptions bad_root;
+    bad_root.rootRank = 3;
+    refused([&] { ring.broadcast(one, bad_root); }, "root 3");
+    // The refused calls sent nothing: the ring is still in step.
+    auto t = torch::ones({4});
+    reduce(ring, t, c10d::ReduceOp::SUM);
+    if (!torch::equal(t, torch::full({4}, 3.0f))) bad.push_back("the sum after refusals");
+  });
   for (const auto& bad : wrong) CHECK(bad == std::vector<std::string>{});
+}
+
+TEST_CASE("the ring gathers every trainer's tensor in rank order for 1 to 3 trainers",
+          "[train][net]") {
+  for (int world = 1; world <= 3; ++world) {
+    std::vector<std::vector<std::string>> wrong(static_cast<std::size_t>(world));
+    with_store(world, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store,
+                          const RendezvousOptions& o) {
+      auto& bad = wrong[static_cast<std::size_t>(rank)];
+      RingGroup ring(store, o);
+      // Uneven lengths (rank r holds 2r + 1 values; the largest is not the last rank's
+      // when world is 3 and the order is checked) through the helper the trainers use.
+      torch::Tensor expected = torch::empty({0}, torch::kLong);
+      for (int r = 0; r < world; ++r)
+        expected = torch::cat({expected, values(r, 2 * ((r + 1) % world) + 1, torch::kLong)});
+      const auto got =
+          all_gather_cat(ring, values(rank, 2 * ((rank + 1) % world) + 1, torch::kLong));
+      if (!torch::equal(got, expected)) bad.push_back("all_gather_cat");
+      // Many bytes per slot: each step is several socket writes.
+      std::vector<std::vector<torch::Tensor>> outs(1);
+      for (int r = 0; r < world; ++r) outs[0].push_back(torch::empty({300001}, torch::kFloat));
+      std::vector<torch::Tensor> in{torch::full({300001}, static_cast<float>(rank + 1))};
+      ring.allgather(outs, in)->wait();
+      for (int r = 0; r < world; ++r)
+        if (!torch::equal(outs[0][static_cast<std::size_t>(r)],
+                          torch::full({300001}, static_cast<float>(r + 1))))
+          bad.push_back("slot " + std::to_string(r));
+      // Refused before anything is sent: the ring stays in step.
+      const auto refused = [&](auto&& call, const char* what) { note_unrefused(bad, call, what); };
+      std::vector<std::vector<torch::Tensor>> short_list(1);
+      short_list[0].push_back(torch::empty({1}));
+      std::vector<torch::Tensor> one{torch::zeros({1})};
+      if (world > 1) refused([&] { ring.allgather(short_list, one); }, "too few outputs");
+      std::vector<std::vector<torch::Tensor>> other_dtype(1);
+      for (int r = 0; r < world; ++r) other_dtype[0].push_back(torch::empty({1}, torch::kDouble));
+      refused([&] { ring.allgather(other_dtype, one); }, "outputs of another dtype");
+      auto t = torch::ones({4});
+      reduce(ring, t, c10d::ReduceOp::SUM);
+      if (!torch::equal(t, torch::full({4}, static_cast<float>(world))))
+        bad.push_back("the sum after the gathers");
+    });
+    for (const auto& bad : wrong) {
+      INFO(world << " trainers");
+      CHECK(bad == std::vector<std::string>{});
+    }
+  }
 }
 
 namespace {
@@ -173,6 +224,32 @@ std::string collective_error(F&& call) {
     return e.what();
   }
   return "";
+}
+
+/// Runs `call(rank, ring)` on both trainers of a 2-trainer ring; what each one's call threw.
+template <class Call>
+std::vector<Failure> each_trainers_failure(Call&& call) {
+  std::vector<Failure> f(2);
+  with_store(
+      2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
+        RingGroup ring(store, o);
+        const Stopwatch clock;
+        f[static_cast<std::size_t>(rank)].first = collective_error([&] { call(rank, ring); });
+        f[static_cast<std::size_t>(rank)].seconds = clock.seconds();
+      });
+  return f;
+}
+
+/// Both trainers' calls failed within 5 s (their connection's end or a header, not the
+/// timeout), each naming the other.
+void check_each_named_the_other(const std::vector<Failure>& f) {
+  for (int r = 0; r < 2; ++r) {
+    INFO("trainer " << r);
+    CHECK_THAT(f[static_cast<std::size_t>(r)].first,
+               Catch::Contains("trainer " + std::to_string(1 - r)));
+    CHECK(f[static_cast<std::size_t>(r)].seconds >= 0);
+    CHECK(f[static_cast<std::size_t>(r)].seconds < 5.0);
+  }
 }
 
 }  // namespace
@@ -229,25 +306,35 @@ TEST_CASE("a silent ring neighbour fails the all-reduce at its deadline", "[trai
 
 TEST_CASE("trainers reducing different sizes both fail and the sizes are named",
           "[train][net][fault]") {
-  std::vector<Failure> f(2);
-  with_store(
-      2, [&](int rank, const c10::intrusive_ptr<c10d::Store>& store, const RendezvousOptions& o) {
-        RingGroup ring(store, o);
-        auto t = torch::ones({rank == 0 ? 10 : 12});
-        const Stopwatch clock;
-        f[static_cast<std::size_t>(rank)].first =
-            collective_error([&] { reduce(ring, t, c10d::ReduceOp::SUM); });
-        f[static_cast<std::size_t>(rank)].seconds = clock.seconds();
-      });
+  const std::vector<Failure> f = each_trainers_failure([](int rank, RingGroup& ring) {
+    auto t = torch::ones({rank == 0 ? 10 : 12});
+    reduce(ring, t, c10d::ReduceOp::SUM);
+  });
   // Whoever reads its neighbour's header first names both sizes; the other may instead see
   // its connection closed.
   CHECK_THAT(f[0].first + f[1].first, Catch::Contains("bytes where this trainer expected"));
-  for (int r = 0; r < 2; ++r) {
-    INFO("trainer " << r);
-    CHECK_THAT(f[static_cast<std::size_t>(r)].first,
-               Catch::Contains("trainer " + std::to_string(1 - r)));
-    CHECK(f[static_cast<std::size_t>(r)].seconds < 5.0);
-  }
+  check_each_named_the_other(f);
+}
+
+TEST_CASE("a trainer gathering while the other reduces both fail and name the collectives",
+          "[train][net][fault]") {
+  const std::vector<Failure> f = each_trainers_failure([](int rank, RingGroup& ring) {
+    // One element each: an all-gather step and an all-reduce's first step move the same
+    // 4 bytes, so only the header's kind and op tell them apart.
+    auto t = torch::ones({rank == 0 ? 1 : 2});
+    if (rank == 0) {
+      std::vector<std::vector<torch::Tensor>> outs(1);
+      for (int r = 0; r < 2; ++r) outs[0].push_back(torch::empty({1}));
+      std::vector<torch::Tensor> in{t};
+      ring.allgather(outs, in);
+    } else {
+      reduce(ring, t, c10d::ReduceOp::SUM);
+    }
+  });
+  CHECK_THAT(f[0].first + f[1].first, Catch::Contains("all-gather") &&
+                                          Catch::Contains("reduce-scatter") &&
+                                          Catch::Contains("where this trainer expected"));
+  check_each_named_the_other(f);
 }
 
 TEST_CASE("the gradient ring refuses strangers and still forms", "[train][net][fault]") {

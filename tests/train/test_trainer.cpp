@@ -83,7 +83,7 @@ TEST_CASE("gradients are averaged over two gloo trainers in several buckets", "[
   CHECK(torch::allclose(grads[0][3], torch::full({40}, 6.0)));
 }
 
-TEST_CASE("CPU trainers' gradients take the ring unless DISTGRAPH_GRADIENT_GROUP=gloo",
+TEST_CASE("CPU trainers' gradients and control collectives take the ring unless gloo is asked for",
           "[train][net]") {
   // Set before the trainers' threads start and restored after they end (the environment is
   // the process's).
@@ -99,15 +99,16 @@ TEST_CASE("CPU trainers' gradients take the ring unless DISTGRAPH_GRADIENT_GROUP
         backends[static_cast<std::size_t>(rank)] = g.gradients->getBackendName();
         shared[static_cast<std::size_t>(rank)] = g.gradients.get() == g.control.get() ? 1 : 0;
         sums[static_cast<std::size_t>(rank)] =
-            all_reduce_sum(*g.gradients, std::vector<double>{1.0 + rank})[0];
+            all_reduce_sum(*g.gradients, std::vector<double>{1.0 + rank})[0] +
+            all_reduce_min_max(*g.control, 10 * rank).second;
       });
   ::unsetenv("DISTGRAPH_GRADIENT_GROUP");
   const bool ring = std::string(kind) == "ring";
   for (int r = 0; r < 2; ++r) {
     INFO("trainer " << r << ", " << kind);
     CHECK(backends[static_cast<std::size_t>(r)] == (ring ? "distgraph-ring" : "gloo"));
-    CHECK(shared[static_cast<std::size_t>(r)] == (ring ? 0 : 1));
-    CHECK(sums[static_cast<std::size_t>(r)] == 3.0);
+    CHECK(shared[static_cast<std::size_t>(r)] == 1);
+    CHECK(sums[static_cast<std::size_t>(r)] == 13.0);
   }
 }
 

@@ -342,10 +342,11 @@ inline std::string broadcast_bytes(CollectiveGroup& group, std::string bytes, st
                      static_cast<std::size_t>(n));
 }
 
-/// The process groups of data-parallel trainers: `control` (gloo) carries the small CPU
+/// The process groups of data-parallel trainers: `control` carries the small CPU
 /// collectives (batch counts, metrics, checkpoints); `gradients` averages the gradients
-/// and broadcasts the parameters: NCCL when the parameters live on CUDA devices and this
-/// build has NCCL, else the control group itself. Both null for a single trainer.
+/// and broadcasts the parameters. make_trainer_groups gives CPU trainers one RingGroup for
+/// both, and CUDA trainers gloo for `control` with NCCL (where this build has it) or gloo
+/// for `gradients`. Both null for a single trainer.
 struct TrainerGroups {
   c10::intrusive_ptr<CollectiveGroup> control;
   c10::intrusive_ptr<CollectiveGroup> gradients;
@@ -376,12 +377,13 @@ inline std::string gradient_group_from_env() {
 
 }  // namespace detail
 
-/// The groups of trainer `o.rank` meeting through `store`, for parameters on `device`: a
-/// gloo control group, and for the gradients: a RingGroup when every trainer trains on the
-/// CPU (unless one sets DISTGRAPH_GRADIENT_GROUP=gloo); an NCCL group when this build has
-/// NCCL and every trainer trains on its own CUDA device (no two on one GPU of one host:
-/// NCCL refuses that); else the control group itself (gloo also reduces CUDA tensors). The
-/// trainers exchange their choices first, so all build the same groups. Collective; each
+/// The groups of trainer `o.rank` meeting through `store`, for parameters on `device`: one
+/// RingGroup for the control collectives and the gradients when every trainer trains on the
+/// CPU (unless one sets DISTGRAPH_GRADIENT_GROUP=gloo: then gloo for both); otherwise a
+/// gloo control group, and for the gradients an NCCL group when this build has NCCL and
+/// every trainer trains on its own CUDA device (no two on one GPU of one host: NCCL refuses
+/// that), else the control group itself (gloo also reduces CUDA tensors). The trainers
+/// exchange their choices over gloo first, so all build the same groups. Collective; each
 /// step (gloo's join, the vote, the ring's or NCCL's join) blocks at most o.timeout, then
 /// throws CollectiveError.
 inline TrainerGroups make_trainer_groups(const c10::intrusive_ptr<c10d::Store>& store,
@@ -405,7 +407,11 @@ inline TrainerGroups make_trainer_groups(const c10::intrusive_ptr<c10d::Store>& 
   if (least < 0)
     throw InvalidArgument("another trainer's DISTGRAPH_GRADIENT_GROUP is neither ring nor gloo");
   if (least == 1) {
+    // The control collectives take the ring too, and gloo goes: its event loop wakes every
+    // 10 ms while it lives, and spins while a peer's message waits for this trainer to
+    // reach the collective (on 2 shared cores, 1-2% of the epoch's CPU).
     g.gradients = c10::make_intrusive<RingGroup>(store, o);
+    g.control = g.gradients;
     return g;
   }
 #if defined(USE_C10D_NCCL)

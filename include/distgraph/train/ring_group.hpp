@@ -55,7 +55,7 @@ struct RingHeader {
   std::uint32_t magic = 0x676e6972;  // "ring"
   std::uint16_t kind = 0;            // 1 reduce-scatter, 2 all-gather, 3 broadcast
   std::uint8_t dtype = 0;            // c10::ScalarType
-  std::uint8_t op = 0;               // c10d::ReduceOp (0 for a broadcast)
+  std::uint8_t op = 0;               // c10d::ReduceOp (0 broadcast, 0xff all-gather)
   std::uint32_t step = 0;            // within the collective
   std::uint32_t reserved = 0;
   std::uint64_t seq = 0;  // the group's collective count
@@ -166,12 +166,13 @@ std::span<std::byte> bytes_of(T& x) {
 /// A CPU collective group of `world_size` trainers on a ring of TCP connections (each
 /// sends to rank + 1 and receives from rank - 1): all-reduce (sum, product, min, max of
 /// float32, float64, float16, bfloat16, int32 or int64 tensors, reduced in their dtype: a
-/// reduce-scatter and an all-gather, each trainer sending 2 (N - 1) / N of the tensor), broadcast
-/// and barrier, each run to the end on the calling thread, so the returned work is already
-/// complete. A peer that dies or stops answering fails the collective with CollectiveError within
-/// the group's timeout (or the collective's own), and every later one at once; so does a peer that
-/// calls a different collective or size. What `make_trainer_groups` gives CPU trainers for their
-/// gradients; the small control collectives stay on gloo. Rendezvous through the store
+/// reduce-scatter and an all-gather, each trainer sending 2 (N - 1) / N of the tensor),
+/// all-gather, broadcast and barrier, each run to the end on the calling thread, so the
+/// returned work is already complete and no thread of its own wakes between collectives. A
+/// peer that dies or stops answering fails the collective with CollectiveError within the
+/// group's timeout (or the collective's own), and every later one at once; so does a peer that
+/// calls a different collective or size. What `make_trainer_groups` gives CPU trainers for
+/// their gradients and their control collectives alike. Rendezvous through the store
 /// under "distgraph/ring/<name>/"; connections are plain TCP, as gloo's are.
 class RingGroup final : public CollectiveGroup {
  public:
@@ -219,6 +220,33 @@ class RingGroup final : public CollectiveGroup {
     return c10::make_intrusive<detail::DoneWork>(getRank(), c10d::OpType::BROADCAST);
   }
 
+  /// Every trainer's tensor in rank order: `outputs[0][r]` receives rank r's
+  /// `inputs[0]`, passed along the ring (N - 1 steps). The outputs must be `world`
+  /// contiguous CPU tensors of the input's dtype and size. Throws InvalidArgument for
+  /// other tensors, CollectiveError when the ring fails (or another trainer's tensor is of
+  /// another size or dtype).
+  c10::intrusive_ptr<c10d::Work> allgather(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    const at::Tensor& in = one_tensor(inputs, "allgather");
+    if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(getSize()))
+      throw InvalidArgument("RingGroup allgather: expected one list of " +
+                            std::to_string(getSize()) + " output tensors");
+    for (const at::Tensor& o : outputs[0])
+      if (!o.defined() || !o.device().is_cpu() || !o.is_contiguous() ||
+          o.scalar_type() != in.scalar_type() || o.numel() != in.numel())
+        throw InvalidArgument(
+            "RingGroup allgather: each output must be a contiguous CPU tensor of the input's "
+            "dtype and size");
+    {
+      std::lock_guard lock(mutex_);
+      outputs[0][static_cast<std::size_t>(getRank())].copy_(
+          in.reshape_as(outputs[0][static_cast<std::size_t>(getRank())]));
+      ring_allgather(outputs[0], deadline(opts.timeout));
+    }
+    return c10::make_intrusive<detail::DoneWork>(getRank(), c10d::OpType::ALLGATHER);
+  }
+
   /// Returns when every trainer of the group has called it.
   c10::intrusive_ptr<c10d::Work> barrier(
       const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override {
@@ -231,6 +259,8 @@ class RingGroup final : public CollectiveGroup {
 
  private:
   enum Kind : std::uint16_t { kReduceScatter = 1, kAllGather = 2, kBroadcast = 3 };
+  /// The header's op of a plain all-gather (no c10d::ReduceOp has it).
+  static constexpr std::uint8_t kGatherOnly = 0xff;
 
   static at::Tensor& one_tensor(std::vector<at::Tensor>& tensors, const char* what) {
     if (tensors.size() != 1)
@@ -597,6 +627,28 @@ class RingGroup final : public CollectiveGroup {
     for (int s = 0; s < n - 1; ++s) {
       h.step = static_cast<std::uint32_t>(s);
       step(h, chunk(r + 1 - s), chunk(r - s), true, true, until);
+    }
+    ++seq_;
+  }
+
+  // Rank r's slot travels right: at step s each trainer passes on the slot it received at
+  // step s - 1 (its own first) and receives its left neighbour's. The header's op (no
+  // reduce op's number) tells it apart from an all-reduce's all-gather half.
+  void ring_allgather(std::vector<at::Tensor>& slots, std::chrono::steady_clock::time_point until) {
+    const int n = getSize();
+    if (n == 1) return;
+    const auto slot = [&](int i) {
+      at::Tensor& t = slots[static_cast<std::size_t>(((i % n) + n) % n)];
+      return std::span<std::byte>(static_cast<std::byte*>(t.data_ptr()),
+                                  static_cast<std::size_t>(t.numel() * t.element_size()));
+    };
+    detail::RingHeader h{.kind = kAllGather,
+                         .dtype = static_cast<std::uint8_t>(slots[0].scalar_type()),
+                         .op = kGatherOnly};
+    const int r = getRank();
+    for (int s = 0; s < n - 1; ++s) {
+      h.step = static_cast<std::uint32_t>(s);
+      step(h, slot(r - s), slot(r - s - 1), true, true, until);
     }
     ++seq_;
   }
