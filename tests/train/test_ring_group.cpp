@@ -275,7 +275,7 @@ TEST_CASE("a dead ring neighbour fails the all-reduce at once and every later on
         f.second = collective_error([&] { reduce(*ring, t, c10d::ReduceOp::SUM); });
       });
   CHECK_THAT(f.first,
-             Catch::Contains("gradient ring (trainer 0 of 2)") && Catch::Contains("trainer 1"));
+             Catch::Contains("trainers' ring (trainer 0 of 2)") && Catch::Contains("trainer 1"));
   CHECK(f.seconds >= 0);
   CHECK(f.seconds < 5.0);  // the connection's end, not the 30 s timeout
   CHECK_THAT(f.second, Catch::Contains("broke earlier"));

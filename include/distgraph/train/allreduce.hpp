@@ -298,8 +298,10 @@ inline torch::Tensor all_gather_cat(CollectiveGroup& group, const torch::Tensor&
   lengths[group.getRank()] = n;
   {
     std::vector<torch::Tensor> ts{lengths};
+    c10d::AllreduceOptions ao;
+    ao.timeout = timeout;
     detail::run_collective("all_gather_cat (lengths)", group.getRank(), timeout,
-                           [&] { return group.allreduce(ts); });
+                           [&] { return group.allreduce(ts, ao); });
   }
   const std::int64_t longest = lengths.max().item<std::int64_t>();
   auto padded = torch::zeros({longest}, local.options());
@@ -307,8 +309,10 @@ inline torch::Tensor all_gather_cat(CollectiveGroup& group, const torch::Tensor&
   std::vector<std::vector<torch::Tensor>> outs(1);
   for (std::int32_t r = 0; r < world; ++r) outs[0].push_back(torch::empty_like(padded));
   std::vector<torch::Tensor> ins{padded};
+  c10d::AllgatherOptions go;
+  go.timeout = timeout;
   detail::run_collective("all_gather_cat", group.getRank(), timeout,
-                         [&] { return group.allgather(outs, ins); });
+                         [&] { return group.allgather(outs, ins, go); });
   std::vector<torch::Tensor> parts;
   for (std::int32_t r = 0; r < world; ++r)
     parts.push_back(
@@ -344,9 +348,8 @@ inline std::string broadcast_bytes(CollectiveGroup& group, std::string bytes, st
 
 /// The process groups of data-parallel trainers: `control` carries the small CPU
 /// collectives (batch counts, metrics, checkpoints); `gradients` averages the gradients
-/// and broadcasts the parameters. make_trainer_groups gives CPU trainers one RingGroup for
-/// both, and CUDA trainers gloo for `control` with NCCL (where this build has it) or gloo
-/// for `gradients`. Both null for a single trainer.
+/// and broadcasts the parameters. make_trainer_groups says which group is which (CPU
+/// trainers: one RingGroup for both). Both null for a single trainer.
 struct TrainerGroups {
   c10::intrusive_ptr<CollectiveGroup> control;
   c10::intrusive_ptr<CollectiveGroup> gradients;

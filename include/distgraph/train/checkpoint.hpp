@@ -84,8 +84,7 @@ class CheckpointReader {
   void load_model(torch::nn::Module& model) {
     guarded("does not fit this model", [&] {
       torch::serialize::InputArchive model_ar;
-      if (!archive_.try_read("model", model_ar))
-        throw CheckpointError(path_, "no model state");
+      if (!archive_.try_read("model", model_ar)) throw CheckpointError(path_, "no model state");
       model.load(model_ar);
     });
   }

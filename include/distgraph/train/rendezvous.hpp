@@ -1,5 +1,5 @@
 // Who meets whom: the object collectives run on, their error, and the rendezvous options
-// (PyTorch's MASTER_ADDR / RANK / WORLD_SIZE) that gloo and the gradient ring share.
+// (PyTorch's MASTER_ADDR / RANK / WORLD_SIZE) that gloo and the trainers' ring share.
 #pragma once
 
 #include <arpa/inet.h>
@@ -87,13 +87,17 @@ inline void check_rank(std::int32_t rank, std::int32_t world_size, const char* w
     throw IdOutOfRange(std::string(who) + " rank", rank, 0, world_size);
 }
 
-/// Runs `op` and waits for its work, turning c10's exceptions into CollectiveError.
+/// Runs `op` and waits for its work, turning c10's exceptions into CollectiveError; a
+/// group's own CollectiveError (the ring's) gets `what` in front, so one group's failures
+/// still say which collective failed.
 template <class Op>
 void run_collective(const char* what, std::int32_t rank, std::chrono::milliseconds timeout,
                     Op&& op) {
   try {
     auto work = op();
     work->wait(timeout);
+  } catch (const CollectiveError& e) {
+    throw CollectiveError(std::string(what) + ": " + e.what());
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -1,4 +1,4 @@
-// The CPU gradients' all-reduce over a ring of TCP connections, run on the calling thread.
+// The CPU trainers' collectives over a ring of TCP connections, run on the calling thread.
 // gloo hands each collective to a worker thread and its transport to an event loop thread;
 // on a loaded CPU those hand-offs cost more than the bytes: a 302 KB sum of two trainers on
 // loopback took 1.05-1.56 ms (0.67-0.99 ms of CPU) through gloo here, 0.06-0.16 ms this way
@@ -88,7 +88,7 @@ inline bool same_bytes(std::span<const char> a, std::span<const char> b) {
 inline std::string ring_address(const RendezvousOptions& o) {
   if (!o.hostname.empty()) {
     const std::string a = resolve_address(o.hostname);
-    if (a.empty()) throw CollectiveError("gradient ring: cannot resolve '" + o.hostname + "'");
+    if (a.empty()) throw CollectiveError("trainers' ring: cannot resolve '" + o.hostname + "'");
     return a;
   }
   if (!o.interface.empty()) {
@@ -114,14 +114,14 @@ inline std::string ring_address(const RendezvousOptions& o) {
     }
     ::freeifaddrs(list);
     if (v4.empty() && v6.empty())
-      throw CollectiveError("gradient ring: interface '" + o.interface + "' has no address");
+      throw CollectiveError("trainers' ring: interface '" + o.interface + "' has no address");
     return v4.empty() ? v6 : v4;
   }
   std::array<char, 256> host{};
   ::gethostname(host.data(), host.size() - 1);
   const std::string a = resolve_address(host.data());
   if (a.empty())
-    throw CollectiveError(std::string("gradient ring: this host's name '") + host.data() +
+    throw CollectiveError(std::string("trainers' ring: this host's name '") + host.data() +
                           "' resolves to no address");
   return a;
 }
@@ -304,7 +304,7 @@ class RingGroup final : public CollectiveGroup {
   int right_rank() const { return (getRank() + 1) % getSize(); }
 
   std::string who() const {
-    return "gradient ring (trainer " + std::to_string(getRank()) + " of " +
+    return "trainers' ring (trainer " + std::to_string(getRank()) + " of " +
            std::to_string(getSize()) + ")";
   }
 
