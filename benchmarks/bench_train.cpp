@@ -33,9 +33,10 @@
 //                          every remote row fetched, and --no-tls (as DGL, which has no
 //                          TLS, and the testbed's plain). On a machine of no more cores
 //                          than trainers, params.best_schedule_s is _cores' bound below,
-//                          params.ratio_ceiling = bound / best_schedule_s (the most this
-//                          run's ratio could be with free servers, sockets and all-reduce
-//                          and batch making perfectly overlapped) and
+//                          params.ratio_ceiling = bound / best_schedule_s (about the most
+//                          this run's ratio could be with free servers, sockets and
+//                          all-reduce and batch making perfectly overlapped; an estimate:
+//                          its batch making is the in-process loader's) and
 //                          params.bound_above_side_by_side says the bound took longer than
 //                          both trainers' compute at once (the VM slowed while it ran).
 //   sage_epoch_dist_tls    the same as `distgraph train` runs by default: TLS 1.3 with a key
@@ -753,10 +754,11 @@ void epoch_dist(Bench& bench) {
     }
     const bool cores_figure = plain && !device.is_cuda() && cores <= trainers;
     if (cores_figure) {
-      // The most this run's ratio could be: bound / the best schedule (the _cores bound), as
-      // if servers, sockets and the all-reduce cost nothing and batch making overlapped the
-      // compute perfectly. A bound above both trainers' compute side by side means the VM
-      // slowed while it was timed (one thread alone is never slower than two at once).
+      // About the most this run's ratio could be: bound / the best schedule (the _cores
+      // bound), as if servers, sockets and the all-reduce cost nothing and batch making, as
+      // the in-process loader does it, overlapped the compute perfectly. A bound above both
+      // trainers' compute side by side means the VM slowed while it was timed (one thread alone is
+      // never slower than two at once).
       const double best = b.side_by_side_s + b.make_all_s / cores;
       params["best_schedule_s"] = best;
       params["ratio_ceiling"] = b.bound / best;
